@@ -1,4 +1,5 @@
 """The attacks, one module per family:
 
 - :mod:`.inference`: attribute inference (model-based AIA, Diana et al. 2025 eq. 3)
+- :mod:`.inversion`: gradient inversion (DLG, iDLG, inverting gradients) and the curious-client attack (Wilson et al. 2025)
 """

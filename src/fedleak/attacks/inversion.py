@@ -36,7 +36,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ..config import generator as make_generator
 from ..federation import local_sgd
