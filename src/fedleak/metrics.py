@@ -1,0 +1,150 @@
+"""Image reconstruction quality: MSE, PSNR, SSIM, and matching reconstructions to ground truth.
+
+A gradient-inversion attack returns its images in an arbitrary order (the loss it minimises is
+invariant to permuting the dummy batch), so before scoring we pair every ground-truth image with
+one reconstruction by a minimum-cost assignment (the Hungarian algorithm,
+:func:`scipy.optimize.linear_sum_assignment`). PSNR and SSIM (Wang et al. 2004) come from
+scikit-image, not from hand-written code.
+
+LPIPS (Zhang et al. 2018), the primary metric of Wilson et al. 2025, needs pretrained AlexNet/VGG
+weights downloaded at run time; they cannot be had offline, so the book reports SSIM and PSNR,
+which Wilson et al. say follow the same trends (§4).
+
+All functions take images as tensors ``(n, C, H, W)`` with values in [0, 1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.optimize import linear_sum_assignment
+from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+from torch import Tensor
+
+__all__ = ["Quality", "match_images", "mse", "psnr", "quality", "ssim"]
+
+
+def _check_pair(x: Tensor, y: Tensor) -> None:
+    if x.ndim != 4 or y.ndim != 4:
+        raise ValueError(f"images must be 4-d tensors (n, C, H, W); got shapes {tuple(x.shape)} and {tuple(y.shape)}.")
+    if x.shape != y.shape:
+        raise ValueError(
+            f"image batches must have the same shape to be compared pairwise, got {tuple(x.shape)} and "
+            f"{tuple(y.shape)}; pair them first with match_images()."
+        )
+
+
+def mse(x: Tensor, y: Tensor) -> Tensor:
+    """Mean squared error per image pair, shape ``(n,)``."""
+    _check_pair(x, y)
+    return ((x.detach().double() - y.detach().double()) ** 2).flatten(1).mean(1)
+
+
+def psnr(x: Tensor, y: Tensor, data_range: float = 1.0) -> Tensor:
+    """Peak signal-to-noise ratio 10 log10(R^2 / MSE) in dB per image pair (scikit-image),
+    shape ``(n,)``; ``inf`` for identical images."""
+    _check_pair(x, y)
+    a, b = x.detach().double().cpu().numpy(), y.detach().double().cpu().numpy()
+    with np.errstate(divide="ignore"):
+        vals = [peak_signal_noise_ratio(bi, ai, data_range=data_range) for ai, bi in zip(a, b)]
+    return torch.tensor(vals, dtype=torch.float64)
+
+
+def _ssim_window(h: int, w: int) -> int:
+    """scikit-image's default 7x7 window, shrunk to the largest odd size that fits tiny images."""
+    side = min(7, h, w)
+    return side if side % 2 == 1 else side - 1
+
+
+def ssim(x: Tensor, y: Tensor, data_range: float = 1.0) -> Tensor:
+    """Structural similarity (Wang et al. 2004) per image pair, shape ``(n,)``.
+
+    scikit-image's ``structural_similarity`` with its default uniform 7x7 window (smaller for
+    images under 7 pixels), averaged over colour channels; 1 means identical.
+    """
+    _check_pair(x, y)
+    a, b = x.detach().double().cpu().numpy(), y.detach().double().cpu().numpy()
+    win = _ssim_window(a.shape[2], a.shape[3])
+    if win < 3:
+        raise ValueError(f"SSIM needs images of at least 3x3 pixels, got {a.shape[2]}x{a.shape[3]}.")
+    vals = [structural_similarity(bi, ai, data_range=data_range, channel_axis=0, win_size=win)
+            for ai, bi in zip(a, b)]
+    return torch.tensor(vals, dtype=torch.float64)
+
+
+def match_images(reconstructions: Tensor, truth: Tensor) -> Tensor:
+    """Pair each ground-truth image with a distinct reconstruction, minimising the total MSE.
+
+    Solves the linear assignment problem on the pairwise MSE matrix (Hungarian algorithm,
+    :func:`scipy.optimize.linear_sum_assignment`). There may be more reconstructions than
+    ground-truth images (e.g. an attacker who overestimates N), not fewer.
+
+    Returns:
+        ``index`` of shape ``(len(truth),)`` such that ``reconstructions[index[i]]`` is paired
+        with ``truth[i]``.
+    """
+    if reconstructions.ndim != 4 or truth.ndim != 4 or reconstructions.shape[1:] != truth.shape[1:]:
+        raise ValueError(
+            "match_images needs two image batches (n, C, H, W) of the same image shape; got "
+            f"{tuple(reconstructions.shape)} and {tuple(truth.shape)}."
+        )
+    if reconstructions.shape[0] < truth.shape[0]:
+        raise ValueError(
+            f"cannot pair {truth.shape[0]} ground-truth images with only {reconstructions.shape[0]} "
+            "reconstructions; each needs its own."
+        )
+    r = reconstructions.detach().double().flatten(1)
+    t = truth.detach().double().flatten(1)
+    cost = torch.cdist(t, r) ** 2 / t.shape[1]  # (n_truth, n_recon) pairwise MSE
+    rows, cols = linear_sum_assignment(cost.cpu().numpy())
+    index = torch.empty(truth.shape[0], dtype=torch.long)
+    index[torch.as_tensor(rows)] = torch.as_tensor(cols, dtype=torch.long)
+    return index
+
+
+@dataclass
+class Quality:
+    """Per-image quality of matched reconstructions.
+
+    Attributes:
+        index: ``reconstructions[index[i]]`` was paired with ``truth[i]``.
+        mse, psnr, ssim: per ground-truth image, shape ``(n,)``.
+    """
+
+    index: Tensor
+    mse: Tensor
+    psnr: Tensor
+    ssim: Tensor
+
+    def summary(self) -> dict[str, float]:
+        """Means over images: ``{"mse", "psnr", "ssim"}`` (PSNR averaged over finite values)."""
+        finite = self.psnr[torch.isfinite(self.psnr)]
+        return {"mse": float(self.mse.mean()), "psnr": float(finite.mean()) if finite.numel() else float("inf"),
+                "ssim": float(self.ssim.mean())}
+
+    def frame(self) -> pd.DataFrame:
+        """One row per ground-truth image."""
+        return pd.DataFrame({"matched_reconstruction": self.index.numpy(), "mse": self.mse.numpy(),
+                             "psnr": self.psnr.numpy(), "ssim": self.ssim.numpy()})
+
+
+def quality(reconstructions: Tensor, truth: Tensor, match: bool = True, data_range: float = 1.0) -> Quality:
+    """MSE, PSNR and SSIM of ``reconstructions`` against ``truth`` (values clipped to [0, 1]).
+
+    With ``match`` (default) reconstructions are first paired with ground-truth images by
+    :func:`match_images`; otherwise they are compared in the given order.
+    """
+    rec = reconstructions.detach().clamp(0, data_range)
+    if match:
+        index = match_images(rec, truth)
+    else:
+        if rec.shape[0] != truth.shape[0]:
+            raise ValueError(f"match=False needs as many reconstructions as images, got {rec.shape[0]} and "
+                             f"{truth.shape[0]}.")
+        index = torch.arange(truth.shape[0])
+    paired = rec[index]
+    return Quality(index=index, mse=mse(paired, truth), psnr=psnr(paired, truth, data_range),
+                   ssim=ssim(paired, truth, data_range))

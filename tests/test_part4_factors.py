@@ -1,0 +1,65 @@
+"""The Part IV factor-analysis command: its grids, one case end to end, and the result frame."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedleak.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, run_case
+
+
+def test_quick_grid_is_small_and_covers_every_factor(monkeypatch):
+    monkeypatch.setenv("FEDLEAK_SCALE", "quick")
+    cases = grid()
+    groups = {c.group for c in cases}
+    assert {"clients", "batch", "local_iterations", "uneven", "server_lr", "n_images"} <= groups
+    assert sum(estimated_cost(c) for c in cases) < 2000  # about a minute of attack iterations
+    assert len({c.key() for c in cases}) == len(cases)
+
+
+def test_paper_grid_matches_the_papers_settings(monkeypatch):
+    monkeypatch.setenv("FEDLEAK_SCALE", "paper")
+    cases = grid()
+    fig5 = {c.K for c in cases if c.group == "clients"}
+    assert fig5 == {2, 4, 8, 16} and all(c.sizes == (16,) * c.K for c in cases if c.group == "clients")
+    assert all(c.tau == 3 and c.fl_lr == 0.03 for c in cases if c.group in ("clients", "batch"))
+    uneven = [c for c in cases if c.group == "uneven" and len(set(c.sizes)) > 1]
+    assert {c.K for c in uneven} == {2, 4, 8} and all(c.N == 16 * c.K and set(c.sizes) == {21, 11} for c in uneven)
+    # App. F: the upper bound is run where the super-client attack is
+    uppers = {(c.K, c.tau, c.fl_lr) for c in cases if c.variant == "upper"}
+    supers = {(c.K, c.tau, c.fl_lr) for c in cases if c.variant == "super" and c.sizes == (16,) * c.K
+              and c.distance is None and c.scale_factor is None and c.attack_lr is None}
+    assert uppers <= supers
+    # App. B runs the paper's L2 objective, with the true guess among the candidates
+    lr_cases = [c for c in cases if c.group == "server_lr"]
+    assert all(c.distance == "l2" and c.tv == 0 for c in lr_cases) and 1.0 in {c.server_lr_guess for c in lr_cases}
+    assert len({json_key for json_key in (c.key() for c in cases)}) == len(cases)
+
+
+def test_one_case_end_to_end(data_file):
+    data_file("mnist/t10k-images-idx3-ubyte.gz")
+    out = run_case(Case("test", (4, 4), tau=2), AttackConfig(iterations=3), return_images=True)
+    assert out["N"] == 8 and out["images"].shape == (8, 1, 28, 28) and len(out["ssim_per_image"]) == 8
+    assert 0 < out["label_count_accuracy"] <= 1 and -1 <= out["ssim"] <= 1
+    upper = run_case(Case("test", (4, 4), tau=2, variant="upper"), AttackConfig(iterations=2))
+    guessed = run_case(Case("test", (4, 4), n_guess=6), AttackConfig(iterations=2))
+    df = frame([out, upper, guessed])
+    assert list(df["variant"]) == ["super", "upper", "super"] and df["N"].tolist() == [8, 8, 8]
+    assert len(frame([out], per_image=True)) == 8
+    assert guessed["peer_ssim"] is None and len(guessed["ssim_per_image"]) == 6
+
+
+def test_cosine_attack_ignores_the_global_learning_rate_guess(data_file):
+    """App. B with the cosine distance: a wrong η_g guess only rescales the target."""
+    data_file("mnist/t10k-images-idx3-ubyte.gz")
+    a = run_case(Case("t", (4, 4)), AttackConfig(iterations=3))
+    b = run_case(Case("t", (4, 4), server_lr_guess=3.0), AttackConfig(iterations=3))
+    assert a["ssim_per_image"] == b["ssim_per_image"]
+    c = run_case(Case("t", (4, 4), server_lr_guess=3.0, distance="l2", tv=0.0), AttackConfig(iterations=3))
+    assert c["ssim_per_image"] != a["ssim_per_image"]
+
+
+@pytest.mark.parametrize("variant", ["super", "upper"])
+def test_estimated_cost_grows_with_images_and_steps(variant):
+    small = Case("x", (16, 16), tau=1, variant=variant)
+    assert estimated_cost(small) < estimated_cost(Case("x", (16, 16), tau=3, variant=variant))
+    assert estimated_cost(small) < estimated_cost(Case("x", (32, 32), tau=1, variant=variant))
