@@ -125,24 +125,39 @@ def adam_step(st, grad: Tensor, lr, betas, eps) -> None:
 
 
 # ---- replaying the attack for many hyper-parameters ----------------------------------------------
-def local_sgd_many(stack: LinearStack, thetas: Tensor, X: Tensor, y: Tensor, local: LocalSGD,
-                   gen: torch.Generator) -> Tensor:
-    """The client's local update (Alg. 2) applied to M models at once, with one shuffling:
-    what :func:`fedleak.federation.local_sgd` does to each row of ``thetas``."""
-    n = X.shape[0]
-    B = n if local.batch_size is None else min(int(local.batch_size), n)
-    K = local.n_steps(n)
-    theta = thetas.clone()
-    k = 0
-    while k < K:
-        order = torch.randperm(n, generator=gen) if (local.shuffle and B < n) else torch.arange(n)
-        for idx in order.split(B):
-            if k == K:
-                break
-            _, g = stack.loss_and_grad(theta, X[idx], y[idx])
-            theta -= local.lr * g
-            k += 1
-    return theta
+def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequence[ClientData], local: LocalSGD,
+                   gens: Sequence[torch.Generator]) -> list[Tensor]:
+    """The local update (Alg. 2) of every client c applied to her M models ``thetas[c]``
+    ``(M, d)`` at once: what :func:`fedleak.federation.local_sgd` does to each row, with one
+    shuffling per client (``gens[c]``) shared by her M models. All clients step together
+    (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
+    C, M = len(clients), thetas[0].shape[0]
+    p = clients[0].X.shape[1]
+    Bs = [c.n if local.batch_size is None else min(int(local.batch_size), c.n) for c in clients]
+    Bmax = max(Bs)
+    steps = [local.n_steps(c.n) for c in clients]
+    # every client's sequence of mini-batches, as in local_sgd (reshuffled each epoch)
+    batches: list[list[Tensor]] = []
+    for c, data in enumerate(clients):
+        seq: list[Tensor] = []
+        while len(seq) < steps[c]:
+            order = torch.randperm(data.n, generator=gens[c]) if (local.shuffle and Bs[c] < data.n) else torch.arange(data.n)
+            seq.extend(order.split(Bs[c]))
+        batches.append(seq[: steps[c]])
+    theta = torch.stack(list(thetas))  # (C, M, d)
+    for k in range(max(steps)):
+        live = [c for c in range(C) if k < steps[c]]
+        Xb = torch.zeros(len(live), Bmax, p, dtype=theta.dtype)
+        yb = torch.zeros(len(live), Bmax, dtype=clients[0].y.dtype)
+        mb = torch.zeros(len(live), Bmax, dtype=theta.dtype)
+        for j, c in enumerate(live):
+            idx = batches[c][k]
+            Xb[j, : idx.numel()], yb[j, : idx.numel()], mb[j, : idx.numel()] = clients[c].X[idx], clients[c].y[idx], 1
+        rep = lambda t: t.repeat_interleave(M, 0)  # noqa: E731
+        li = torch.tensor(live)
+        _, g = stack.loss_and_grad(theta[li].reshape(len(live) * M, -1), rep(Xb), rep(yb), rep(mb))
+        theta[li] -= local.lr * g.view(len(live), M, -1)
+    return list(theta)
 
 
 def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor], local: LocalSGD,
@@ -152,27 +167,24 @@ def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: 
 
     Client c starts from ``starts[c]``; each of ``n_rounds`` rounds she runs ``local`` on the M
     forged models (one shuffling per round, shared by the M models), and every model takes an
-    Adam step on its pseudo-gradient with its own (lr, β1, β2).
+    Adam step on its pseudo-gradient with its own (lr, β1, β2). All clients run together.
 
     Returns:
         one ``(M, d)`` tensor of final estimates θ_c^a per client.
     """
     stack = LinearStack(model)
-    lr, beta1, beta2 = (torch.as_tensor(v, dtype=model.dtype).view(-1, 1) for v in (lr, beta1, beta2))
-    M = lr.shape[0]
-    out = []
-    for c, (data, start) in enumerate(zip(clients, starts)):
-        gen = generator(child_seed(seed, 7, c))
-        st = _AdamState(start.to(model.dtype).expand(M, -1).clone(), torch.zeros(M, model.dim, dtype=model.dtype),
-                        torch.zeros(M, model.dim, dtype=model.dtype))
-        for _ in range(n_rounds):
-            returned = local_sgd_many(stack, st.theta, data.X, data.y, local, gen)
-            adam_step(st, st.theta - returned, lr, (beta1, beta2), eps)
-            bad = ~torch.isfinite(st.theta).all(1, keepdim=True)
-            if bool(bad.any()):  # a diverged setting stays diverged; keep it from producing NaN warnings
-                st.theta = torch.where(bad, torch.full_like(st.theta, float("inf")), st.theta)
-        out.append(st.theta)
-    return out
+    lr, beta1, beta2 = (torch.as_tensor(v, dtype=model.dtype).view(1, -1, 1) for v in (lr, beta1, beta2))
+    M, C = lr.shape[1], len(clients)
+    gens = [generator(child_seed(seed, 7, c)) for c in range(C)]
+    theta = torch.stack([s.to(model.dtype).expand(M, -1) for s in starts]).clone()  # (C, M, d)
+    st = _AdamState(theta, torch.zeros_like(theta), torch.zeros_like(theta))
+    for _ in range(n_rounds):
+        returned = torch.stack(local_sgd_many(stack, list(st.theta), clients, local, gens))
+        adam_step(st, st.theta - returned, lr, (beta1, beta2), eps)
+        bad = ~torch.isfinite(st.theta).all(-1, keepdim=True)
+        if bool(bad.any()):  # a diverged setting stays diverged; keep it from producing NaN warnings
+            st.theta.copy_(torch.where(bad, torch.full_like(st.theta, float("inf")), st.theta))
+    return list(st.theta)
 
 
 @dataclass

@@ -557,7 +557,7 @@ def gradient_aia(
 
 
 # ---- Model-w-O: the client's optimal local model -------------------------------------------------
-MODEL_WO_LEARNING_RATES: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0)
+MODEL_WO_LEARNING_RATES: tuple[float, ...] = (1e-2, 1e-1, 1.0)
 """Adam learning rates tried by :func:`optimal_local_model` (all at once)."""
 
 
@@ -584,13 +584,13 @@ def optimal_local_models(
     *,
     learning_rates: Sequence[float] = MODEL_WO_LEARNING_RATES,
     max_steps: int = 5000,
-    pilot_steps: int = 200,
+    pilot_steps: int = 100,
     keep: int = 1,
     tol: float = 1e-4,
     check_every: int = 100,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
-    chunk_rows: int = 2**17,
+    chunk_rows: int = 2**13,
 ) -> list[LocalOptimum]:
     """Each client's optimal local model θ_c^* = argmin_θ L_c(θ, D_c), approximately:
     full-batch Adam run to convergence on her data, the oracle of "Model-w-O" (Diana §5.3:
@@ -643,59 +643,65 @@ def _adam_to_convergence(model, stack, datasets, starts, learning_rates, max_ste
     dtype = model.dtype
     lrs = torch.tensor([float(v) for v in learning_rates], dtype=dtype)
     L = lrs.numel()
-    owner = torch.cat([torch.full((s.shape[0] * L,), i) for i, s in enumerate(starts)])
-    theta = torch.cat([s.to(dtype).repeat_interleave(L, 0) for s in starts]).clone()
-    lr = torch.cat([lrs.repeat(s.shape[0]) for s in starts]).unsqueeze(1)
+    owner_all = torch.cat([torch.full((s.shape[0] * L,), i) for i, s in enumerate(starts)])
+    theta0 = torch.cat([s.to(dtype).repeat_interleave(L, 0) for s in starts]).clone()
+    lr_all = torch.cat([lrs.repeat(s.shape[0]) for s in starts]).unsqueeze(1)
     if stack is not None:
         n_max = max(X.shape[0] for X, _ in datasets)
-        p = datasets[0][0].shape[1]
-        Xp = torch.zeros(len(datasets), n_max, p, dtype=dtype)
+        Xp = torch.zeros(len(datasets), n_max, datasets[0][0].shape[1], dtype=dtype)
         yp = torch.zeros(len(datasets), n_max, dtype=datasets[0][1].dtype)
         mask = torch.zeros(len(datasets), n_max, dtype=dtype)
         for i, (X, y) in enumerate(datasets):
             Xp[i, : X.shape[0]], yp[i, : X.shape[0]], mask[i, : X.shape[0]] = X, y, 1.0
 
-        def loss_grad(idx: Tensor) -> tuple[Tensor, Tensor]:
-            o = owner[idx]
-            return stack.loss_and_grad(theta[idx], Xp[o], yp[o], mask[o])
-    else:
-        def loss_grad(idx: Tensor) -> tuple[Tensor, Tensor]:
-            res = [(model.loss(theta[k], *datasets[owner[k]]).detach(), model.grad(theta[k], *datasets[owner[k]]))
-                   for k in idx.tolist()]
+    def make_loss_grad(rows: Tensor):
+        """Loss and gradient of the candidates ``rows`` (data gathered once per compaction)."""
+        o = owner_all[rows]
+        if stack is not None:
+            Xr, yr, mr = Xp[o], yp[o], mask[o]
+            return lambda th: stack.loss_and_grad(th, Xr, yr, mr)
+
+        def lg(th: Tensor) -> tuple[Tensor, Tensor]:
+            res = [(model.loss(t, *datasets[i]).detach(), model.grad(t, *datasets[i])) for t, i in zip(th, o.tolist())]
             return torch.stack([r[0] for r in res]), torch.stack([r[1] for r in res])
-    m = torch.zeros_like(theta)
-    v = torch.zeros_like(theta)
-    active = torch.ones(theta.shape[0], dtype=torch.bool)
-    best_loss = torch.nan_to_num(loss_grad(torch.arange(theta.shape[0]))[0], nan=float("inf"))
-    best_theta = theta.clone()
+        return lg
+
+    # the running candidates are kept compact: rows[j] is the original index of row j
+    rows = torch.arange(theta0.shape[0])
+    theta, lr = theta0.clone(), lr_all.clone()
+    m, v = torch.zeros_like(theta), torch.zeros_like(theta)
+    loss_grad = make_loss_grad(rows)
+    best_loss = torch.nan_to_num(loss_grad(theta)[0], nan=float("inf"))
+    best_theta = theta0.clone()
     last_check = best_loss.clone()
     b1, b2 = betas
     step = 0
     for step in range(1, max_steps + 1):
-        idx = active.nonzero().squeeze(1)
-        if idx.numel() == 0:
-            break
-        loss, g = loss_grad(idx)
-        better = loss < best_loss[idx]
-        best_loss[idx] = torch.where(better, loss, best_loss[idx])
-        best_theta[idx[better]] = theta[idx[better]]
-        m[idx] = b1 * m[idx] + (1 - b1) * g
-        v[idx] = b2 * v[idx] + (1 - b2) * g * g
-        theta[idx] = theta[idx] - lr[idx] * (m[idx] / (1 - b1**step)) / ((v[idx] / (1 - b2**step)).sqrt() + eps)
-        active[idx[~torch.isfinite(theta[idx]).all(1)]] = False
+        loss, g = loss_grad(theta)
+        better = (loss < best_loss[rows]).nonzero().squeeze(1)
+        best_loss[rows[better]] = loss[better]
+        best_theta[rows[better]] = theta[better]
+        m.mul_(b1).add_(g, alpha=1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        theta -= lr * (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt_() + eps)
+        keep_rows = torch.isfinite(theta).all(1)
         if step == pilot_steps:  # successive halving: each client keeps her best `keep` candidates
             for i in range(len(starts)):
-                mine = (owner == i).nonzero().squeeze(1)
-                ranked = mine[best_loss[mine].argsort()]
-                active[ranked[keep:]] = False
+                mine = (owner_all[rows] == i).nonzero().squeeze(1)
+                ranked = mine[best_loss[rows[mine]].argsort()]
+                keep_rows[ranked[keep:]] = False
         if step % check_every == 0:
-            idx = active.nonzero().squeeze(1)
-            stalled = best_loss[idx] > last_check[idx] * (1 - tol)
-            active[idx[stalled]] = False
-            last_check[idx] = best_loss[idx]
+            stalled = best_loss[rows] > last_check[rows] * (1 - tol)
+            last_check[rows] = best_loss[rows]
+            keep_rows &= ~stalled
+        if not bool(keep_rows.all()):
+            rows, theta, lr, m, v = rows[keep_rows], theta[keep_rows], lr[keep_rows], m[keep_rows], v[keep_rows]
+            if rows.numel() == 0:
+                break
+            loss_grad = make_loss_grad(rows)
     results = []
     for i, s in enumerate(starts):
-        mine = (owner == i).nonzero().squeeze(1)
+        mine = (owner_all == i).nonzero().squeeze(1)
         k = int(mine[torch.nan_to_num(best_loss[mine], nan=float("inf")).argmin()])
         results.append(LocalOptimum(theta=best_theta[k].clone(), loss=float(best_loss[k]),
                                     losses=best_loss[mine].view(s.shape[0], L).clone(), steps=step))
