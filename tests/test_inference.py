@@ -13,7 +13,7 @@ from fedleak.attacks._stack import LinearStack
 from fedleak.attacks.inference import (
     GradientAIAResult,
     SensitiveAttribute,
-    _GradientObjective,
+    GradientObjective,
     aia_accuracy,
     candidate_losses,
     first_rounds_sets,
@@ -217,7 +217,7 @@ def test_gradient_objective_matches_autograd_brute_force(make):
     sent = torch.stack([model.init_params(i) for i in range(T)])
     pseudo = torch.randn(T, model.dim, dtype=torch.float64)
     sets = [torch.tensor([0]), torch.tensor([0, 1, 2]), torch.tensor([0, 1, 2, 3])]
-    obj = _GradientObjective(model, sent, pseudo, X, y, att, sets, max_cache_mb=100)
+    obj = GradientObjective(model, sent, pseudo, X, y, att, sets, max_cache_mb=100)
     W = torch.rand(3, 2 * n, dtype=torch.float64)
     value, _, dW = obj.evaluate(W, torch.arange(3), torch.arange(3))
     Xc, yc = att.expand(X), y.repeat(2)

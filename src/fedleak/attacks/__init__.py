@@ -1,4 +1,5 @@
 """The attacks, one module per family:
 
-- :mod:`.inference`: attribute inference (model-based AIA, Diana et al. 2025 eq. 3)
+- :mod:`.inference`: attribute inference (model-based AIA, Diana et al. 2025 eq. 3; gradient-based AIA, eq. 2; Model-w-O)
+- :mod:`.active`: the active reconstruction of a client's local model (Diana et al. 2025, Alg. 4)
 """

@@ -302,7 +302,7 @@ class _Group:
     stats: dict = field(default_factory=dict)
 
 
-class _GradientObjective:
+class GradientObjective:
     """Σ_{t∈T_k} (1 - CosSim(∇_θ L(θ^t; s_k), θ^t - θ_c^t)) and its gradient for many
     configurations k at once, with s_k a one-hot assignment ``Z_k`` ``(n, C)``.
 
@@ -514,7 +514,7 @@ def gradient_aia(
         set_positions.append(torch.tensor([where[r] for r in s], dtype=torch.long))
     lrs = tuple(float(v) for v in learning_rates)
     S, L, n, C = len(round_sets), len(lrs), X.shape[0], attribute.n_values
-    obj = _GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
+    obj = GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
                              max_cache_mb)
     dtype = obj.dtype
     gen = make_generator(seed)

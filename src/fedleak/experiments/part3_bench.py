@@ -22,7 +22,9 @@ from .part3_table1 import PAPER_SETTINGS, make_task, run_table1
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (default 1: the operations are small, and extra threads on a busy "
+                        "machine slow them down; 0 keeps torch's choice)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"load average {os.getloadavg()[0]:.1f}")
     out = {"seed": args.seed, "total_s": total, "steps_s": res["timings"], "rows": res["rows"],
            "load_average_1min": os.getloadavg()[0], "torch_threads": torch.get_num_threads()}
-    cmd = "python -m fedleak.experiments.part3_bench" + (f" --threads {args.threads}" if args.threads else "")
+    cmd = f"python -m fedleak.experiments.part3_bench --threads {args.threads}"
     print("wrote", save_result("part3_bench", out, cmd))
     return out
 

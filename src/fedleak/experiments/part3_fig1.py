@@ -170,7 +170,8 @@ def run(seeds: Sequence[int] | None = None, save: bool = True, progress: bool = 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (default 1; 0 keeps torch's choice)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

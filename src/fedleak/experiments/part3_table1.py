@@ -290,7 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"],
                    help="for the Income tasks: the ACS files (must be present) or the synthetic census")
     p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads (default 1: the operations are small, and extra threads on a busy "
+                        "machine slow them down; 0 keeps torch's choice)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
