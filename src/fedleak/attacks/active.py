@@ -243,11 +243,13 @@ class SendBackAll(Adversary):
     """The active adversary of the gradient-based baseline (Chen et al. 2022; Diana §2.3): in
     every attack round, send each target her own latest returned model instead of θ^t, so
     that she keeps training on her local data (:class:`fedleak.threats.SendBack` for many
-    targets at once)."""
+    targets at once). ``init_models[c]`` is sent when c has returned nothing yet in this run
+    (an attack phase run as a separate :func:`~fedleak.federation.run_fedavg` call)."""
 
-    def __init__(self, targets: Iterable[int], rounds: Iterable[int]):
+    def __init__(self, targets: Iterable[int], rounds: Iterable[int], init_models: Mapping[int, Tensor] | None = None):
         self.targets = set(int(c) for c in targets)
         self.rounds = set(int(r) for r in rounds)
+        self.init_models = dict(init_models or {})
 
     def forge(self, round: int, client: int, global_model: Tensor, log: MessageLog) -> Tensor | None:
         if client not in self.targets or round not in self.rounds:
@@ -256,6 +258,8 @@ class SendBackAll(Adversary):
             return log.exchange(round - 1, client).returned
         except KeyError:
             last = log.last_returned(client, before=round)
+        if last is None:
+            last = self.init_models.get(client)
         if last is None:
             raise RuntimeError(f"SendBackAll: client {client} returned no model before round {round}.")
         return last

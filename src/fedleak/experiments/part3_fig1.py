@@ -66,6 +66,14 @@ class Fig1Settings:
     seeds: tuple[int, ...] = (0, 1, 2)
 
 
+PAPER_FIG1_TEXT: dict[str, float] = {
+    "Grad (passive), regression, |D_c| = 64": 60.0,
+    "Grad (passive), regression, |D_c| > 256": 50.0,
+    "Grad (passive), classification, |D_c| > 256": 71.0,
+}
+"""The values of Fig. 1 that Diana et al. 2025 state in their text (§1, §2.3; ACS Income); the
+figure itself gives no table."""
+
 PAPER = Fig1Settings()
 QUICK = Fig1Settings(sizes=(32, 128, 512), rounds=20, active_rounds=5, grad_learning_rates=(1e3, 1e5),
                      grad_iterations=20, grad_patience=5, model_wo_steps=1000, pool=20_000, seeds=(0,))

@@ -86,8 +86,8 @@ QUICK_SETTINGS: dict[str, Table1Settings] = {
                         grad_learning_rates=(1e3, 1e5), grad_iterations=20, grad_patience=5, model_wo_steps=500,
                         n_synthetic=4000, seeds=(0,)),
     "Income-A": replace(PAPER_SETTINGS["Income-A"], rounds=30, active_rounds=(5, 15), adam_trials=10,
-                        grad_learning_rates=(1e3, 1e5), grad_iterations=20, grad_patience=5, model_wo_steps=500,
-                        n_synthetic=10_000, seeds=(0,)),
+                        grad_learning_rates=(1e3, 1e5), grad_iterations=20, grad_patience=5, model_wo_steps=300,
+                        n_synthetic=8_000, seeds=(0,)),
 }
 """The same experiment in well under a minute per task (fewer rounds, trials, iterations, rows, seeds)."""
 
