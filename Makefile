@@ -47,8 +47,10 @@ book: install
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
+# pytest runs two workers (pyproject.toml); one math thread each keeps them from fighting over
+# the cores (set OMP_NUM_THREADS yourself to override).
 test: install
-	$(BIN)/python -m pytest
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest
 
 clean:
 	rm -rf _build
