@@ -8,6 +8,7 @@ either from a chapter's own code or from such a file.
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -40,6 +41,19 @@ def machine() -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "platform": platform.platform(),
     }
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--threads N`` (default 1) to an experiment's command line; see :func:`use_threads`."""
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: the operations are small, and extra threads on a busy "
+                             "machine slow them down; 0 keeps torch's choice)")
+
+
+def use_threads(args: argparse.Namespace) -> None:
+    """Apply the ``--threads`` option of :func:`add_threads_option`."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
 
 def save_result(name: str, data: Any, command: str | None = None) -> Path:

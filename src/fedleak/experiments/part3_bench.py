@@ -15,19 +15,16 @@ import time
 
 import torch
 
-from . import save_result
+from . import add_threads_option, save_result, use_threads
 from .part3_table1 import PAPER_SETTINGS, make_task, run_table1
 
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default 1: the operations are small, and extra threads on a busy "
-                        "machine slow them down; 0 keeps torch's choice)")
+    add_threads_option(p)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    use_threads(args)
     s = PAPER_SETTINGS["Medical"]
     t0 = time.perf_counter()
     task = make_task("Medical", "medical", args.seed, s)

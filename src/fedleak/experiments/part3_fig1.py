@@ -39,7 +39,7 @@ from ..config import at_scale, child_seed, generator, scale
 from ..data import encode, load_adult
 from ..data.census import ACS, SYNTHETIC, acs_available, encode_census, load_acs_income, synthetic_census
 from ..data.tabular import STATE_CODES, TabularData
-from . import save_result
+from . import add_threads_option, save_result, use_threads
 
 
 @dataclass(frozen=True)
@@ -178,11 +178,9 @@ def run(seeds: Sequence[int] | None = None, save: bool = True, progress: bool = 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default 1; 0 keeps torch's choice)")
+    add_threads_option(p)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    use_threads(args)
     out = run(args.seeds)
     for key, cs in out["curves"].items():
         print(key)

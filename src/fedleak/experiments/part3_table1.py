@@ -42,7 +42,7 @@ from ..attacks.inference import (
 )
 from ..config import at_scale, child_seed, scale
 from ..data.census import FederatedTask, acs_available, income_a_task, income_l_task, medical_task
-from . import save_result
+from . import add_threads_option, save_result, use_threads
 
 
 # ---- the paper's settings -------------------------------------------------------------------------
@@ -290,12 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"],
                    help="for the Income tasks: the ACS files (must be present) or the synthetic census")
     p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default 1: the operations are small, and extra threads on a busy "
-                        "machine slow them down; 0 keeps torch's choice)")
+    add_threads_option(p)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    use_threads(args)
     for task in args.task:
         source = "medical" if task == "Medical" else args.source
         if source == "acs" and not acs_available(["LA"] if task == "Income-L" else list_states()):
