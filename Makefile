@@ -23,7 +23,6 @@ ifneq ($(strip $(FEDLEAK_DATA_DIR)),)
   export FEDLEAK_DATA_DIR := $(abspath $(FEDLEAK_DATA_DIR))
 endif
 export PYTHONHASHSEED := 0
-export MPLBACKEND := agg
 
 .PHONY: help install book test clean
 
