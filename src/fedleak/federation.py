@@ -14,7 +14,7 @@ client (Diana §2.2, "malicious adversary").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
@@ -62,6 +62,40 @@ class ClientData:
 
 
 # ---- Algorithm 2: the local update ------------------------------------------------------------
+def n_local_steps(n_samples: int, *, epochs: int = 1, batch_size: int | None = None, steps: int | None = None) -> int:
+    """K = E⌈S_c/B⌉ local SGD steps (B = S_c when ``batch_size`` is None or larger), or ``steps``."""
+    if steps is not None:
+        return steps
+    B = n_samples if batch_size is None else min(int(batch_size), n_samples)
+    return epochs * math.ceil(n_samples / B)
+
+
+def batch_schedule(n_samples: int, *, epochs: int = 1, batch_size: int | None = None, steps: int | None = None,
+                   shuffle: bool = True, generator: torch.Generator | None = None) -> Iterator[Tensor | None]:
+    """The mini-batches of Alg. 2, one per local step: K = E⌈S_c/B⌉ of them (or ``steps``),
+    epoch after epoch, the samples reshuffled at the start of each epoch (one ``randperm`` from
+    ``generator``) when ``shuffle``. Yields index tensors, or ``None`` for the full batch (B ≥ S_c),
+    which draws no random numbers. Every local update in the library follows this schedule, so
+    they all consume the client's random stream identically."""
+    B = n_samples if batch_size is None else min(int(batch_size), n_samples)
+    if B < 1:
+        raise ValueError(f"need at least one sample and batch_size >= 1; got {n_samples} samples, "
+                         f"batch_size={batch_size}.")
+    K = n_local_steps(n_samples, epochs=epochs, batch_size=B, steps=steps)
+    k = 0
+    while k < K:
+        if B == n_samples:  # full batch: the order of samples does not change the mean gradient
+            batches: Sequence[Tensor | None] = [None]
+        else:
+            order = torch.randperm(n_samples, generator=generator) if shuffle else torch.arange(n_samples)
+            batches = order.split(B)
+        for idx in batches:
+            if k == K:
+                return
+            yield idx
+            k += 1
+
+
 def local_sgd(
     model: FLModel,
     theta: Tensor,
@@ -95,30 +129,18 @@ def local_sgd(
         raise ValueError(f"local_sgd: X has {X.shape[0]} rows but y has {y.shape[0]}.")
     if lr <= 0 or epochs < 0 or (steps is not None and steps < 0):
         raise ValueError(f"local_sgd: need lr > 0, epochs >= 0, steps >= 0; got lr={lr}, epochs={epochs}, steps={steps}.")
-    B = n if batch_size is None else min(int(batch_size), n)
-    if B < 1:
+    if batch_size is not None and batch_size < 1:
         raise ValueError(f"local_sgd: batch_size must be >= 1, got {batch_size}.")
-    per_epoch = math.ceil(n / B)
-    K = per_epoch * epochs if steps is None else steps
 
     theta = theta if create_graph else theta.detach().clone()
-    k = 0
-    while k < K:
-        if B == n:  # full batch: the order of samples does not change the mean gradient
-            batches: Sequence[Tensor | None] = [None]
+    for idx in batch_schedule(n, epochs=epochs, batch_size=batch_size, steps=steps, shuffle=shuffle,
+                              generator=generator):
+        Xb, yb = (X, y) if idx is None else (X[idx], y[idx])
+        if create_graph:
+            theta = theta - lr * model.grad(theta, Xb, yb, create_graph=True)
         else:
-            order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
-            batches = order.split(B)
-        for idx in batches:
-            if k == K:
-                break
-            Xb, yb = (X, y) if idx is None else (X[idx], y[idx])
-            if create_graph:
-                theta = theta - lr * model.grad(theta, Xb, yb, create_graph=True)
-            else:
-                g = model.grad(theta, Xb, yb)
-                theta = theta.detach() - lr * g
-            k += 1
+            g = model.grad(theta, Xb, yb)
+            theta = theta.detach() - lr * g
     return theta
 
 
@@ -153,10 +175,7 @@ class LocalSGD:
 
     def n_steps(self, n_samples: int) -> int:
         """K = E⌈S_c/B⌉ (or ``steps``) for a client with ``n_samples`` samples."""
-        if self.steps is not None:
-            return self.steps
-        B = n_samples if self.batch_size is None else min(self.batch_size, n_samples)
-        return self.epochs * math.ceil(n_samples / B)
+        return n_local_steps(n_samples, epochs=self.epochs, batch_size=self.batch_size, steps=self.steps)
 
 
 # ---- the message log --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from ..config import child_seed, generator
-from ..federation import ClientData, LocalSGD, MessageLog
+from ..federation import ClientData, LocalSGD, MessageLog, batch_schedule
 from ..models import FLModel
 from ..threats import Adversary
 from ._stack import LinearStack
@@ -133,17 +133,13 @@ def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequen
     (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
     C, M = len(clients), thetas[0].shape[0]
     p = clients[0].X.shape[1]
-    Bs = [c.n if local.batch_size is None else min(int(local.batch_size), c.n) for c in clients]
-    Bmax = max(Bs)
+    Bmax = max(c.n if local.batch_size is None else min(int(local.batch_size), c.n) for c in clients)
     steps = [local.n_steps(c.n) for c in clients]
-    # every client's sequence of mini-batches, as in local_sgd (reshuffled each epoch)
-    batches: list[list[Tensor]] = []
-    for c, data in enumerate(clients):
-        seq: list[Tensor] = []
-        while len(seq) < steps[c]:
-            order = torch.randperm(data.n, generator=gens[c]) if (local.shuffle and Bs[c] < data.n) else torch.arange(data.n)
-            seq.extend(order.split(Bs[c]))
-        batches.append(seq[: steps[c]])
+    # every client's sequence of mini-batches, exactly as in local_sgd (reshuffled each epoch)
+    batches = [[torch.arange(data.n) if idx is None else idx
+                for idx in batch_schedule(data.n, epochs=local.epochs, batch_size=local.batch_size,
+                                          steps=local.steps, shuffle=local.shuffle, generator=gens[c])]
+               for c, data in enumerate(clients)]
     theta = torch.stack(list(thetas))  # (C, M, d)
     for k in range(max(steps)):
         live = [c for c in range(C) if k < steps[c]]
