@@ -1,9 +1,9 @@
-# fedleak: two commands do everything on a fresh machine.
+# flprivacy: two commands do everything on a fresh machine.
 #   make book   install (if needed), execute every chapter, build the HTML book into _build/html
 #   make test   install (if needed), run the unit tests and every notebook (nbval)
 #
 # A virtual environment .venv is created unless one is already active ($VIRTUAL_ENV or a conda
-# env in $CONDA_PREFIX). Variables: FEDLEAK_SCALE=quick|paper, FEDLEAK_DATA_DIR=<folder>.
+# env in $CONDA_PREFIX). Variables: FLPRIVACY_SCALE=quick|paper, FLPRIVACY_DATA_DIR=<folder>.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -16,19 +16,20 @@ else
   ENV := $(CURDIR)/.venv
 endif
 BIN := $(ENV)/bin
-STAMP := $(ENV)/.fedleak-installed
+STAMP := $(ENV)/.flprivacy-installed
 
 # Notebooks run from their own folder: make a relative data directory absolute.
-ifneq ($(strip $(FEDLEAK_DATA_DIR)),)
-  export FEDLEAK_DATA_DIR := $(abspath $(FEDLEAK_DATA_DIR))
+ifneq ($(strip $(FLPRIVACY_DATA_DIR)),)
+  export FLPRIVACY_DATA_DIR := $(abspath $(FLPRIVACY_DATA_DIR))
 endif
 export PYTHONHASHSEED := 0
 
-.PHONY: help install book test clean
+.PHONY: help install book test test-seeds clean
 
 help:
 	@echo "make book   - install, execute the chapters and build the HTML book into _build/html"
 	@echo "make test   - install, then run unit tests and every notebook (pytest + nbval)"
+	@echo "make test-seeds - run every notebook again under two other base seeds (FLPRIVACY_SEED=1, 2)"
 	@echo "make clean  - remove the built book"
 
 $(BIN)/python:
@@ -50,6 +51,13 @@ book: install
 # the cores (set OMP_NUM_THREADS yourself to override).
 test: install
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest
+
+# The chapters' checks must hold for any seed: run every notebook under two other base seeds.
+test-seeds: install
+	set -e; for s in 1 2; do \
+	  echo "== FLPRIVACY_SEED=$$s"; \
+	  FLPRIVACY_SEED=$$s OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest book; \
+	done
 
 clean:
 	rm -rf _build

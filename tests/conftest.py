@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedleak import ClientData
+from flprivacy import ClientData
 
 
 @pytest.fixture
@@ -25,25 +25,25 @@ def ls_clients() -> list[ClientData]:
 @pytest.fixture
 def offline(monkeypatch):
     """No download attempts."""
-    monkeypatch.setenv("FEDLEAK_OFFLINE", "1")
+    monkeypatch.setenv("FLPRIVACY_OFFLINE", "1")
 
 
 @pytest.fixture
 def empty_data_dir(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("FEDLEAK_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("FLPRIVACY_DATA_DIR", str(tmp_path))
     return tmp_path
 
 
 @pytest.fixture
 def data_file():
     """``data_file(rel)``: a file of the configured data directory; the test is skipped, with a
-    reason naming the file, when it is absent (CI sets FEDLEAK_DATA_DIR so that none is)."""
-    from fedleak.data import data_dir
+    reason naming the file, when it is absent (CI sets FLPRIVACY_DATA_DIR so that none is)."""
+    from flprivacy.data import data_dir
 
     def get(rel: str) -> Path:
         path = data_dir() / rel
         if not path.is_file():
-            pytest.skip(f"data file {rel} not in {data_dir()} (set FEDLEAK_DATA_DIR to run this test)")
+            pytest.skip(f"data file {rel} not in {data_dir()} (set FLPRIVACY_DATA_DIR to run this test)")
         return path
 
     return get

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from fedleak import config
-from fedleak.data import (
+from flprivacy import config
+from flprivacy.data import (
     ChecksumError, DataNotFoundError, RemoteFile, data_dir, fetch, leaf_synthetic, load, load_acs_income,
     load_adult, load_cifar10, load_digits, load_medical, load_mnist, make_clients, split_iid, toy_least_squares,
     train_val_split,
 )
-from fedleak.data.tabular import STATE_CODES, encode
+from flprivacy.data.tabular import STATE_CODES, encode
 
 
 # ---- data directory and errors ------------------------------------------------------------------
@@ -27,18 +27,18 @@ def test_missing_file_error_names_the_file_and_the_fix(empty_data_dir, offline):
         load_medical()
     msg = str(e.value)
     assert "medical/insurance.csv" in msg and str(empty_data_dir) in msg
-    assert "FEDLEAK_DATA_DIR" in msg and "https://" in msg
+    assert "FLPRIVACY_DATA_DIR" in msg and "https://" in msg
 
 
 def test_nonexistent_data_dir_is_an_error(monkeypatch, tmp_path):
-    monkeypatch.setenv("FEDLEAK_DATA_DIR", str(tmp_path / "nope"))
+    monkeypatch.setenv("FLPRIVACY_DATA_DIR", str(tmp_path / "nope"))
     with pytest.raises(DataNotFoundError, match="is not a directory"):
         data_dir()
 
 
 def test_relative_data_dir_resolves_against_project_root(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FEDLEAK_DATA_DIR", "src")
+    monkeypatch.setenv("FLPRIVACY_DATA_DIR", "src")
     assert data_dir() == (Path(__file__).resolve().parents[1] / "src")
 
 
@@ -50,10 +50,10 @@ def test_unknown_dataset_and_file():
 
 
 def test_unknown_scale(monkeypatch):
-    monkeypatch.setenv("FEDLEAK_SCALE", "huge")
+    monkeypatch.setenv("FLPRIVACY_SCALE", "huge")
     with pytest.raises(ValueError, match="not a known scale"):
         config.scale()
-    monkeypatch.setenv("FEDLEAK_SCALE", "paper")
+    monkeypatch.setenv("FLPRIVACY_SCALE", "paper")
     assert config.at_scale(quick=1, paper=2) == 2
 
 
@@ -133,12 +133,12 @@ def test_acs_missing_file_gives_the_fetch_command(empty_data_dir, offline):
     with pytest.raises(DataNotFoundError) as e:
         load_acs_income(["LA", "TX"])
     msg = str(e.value)
-    assert "psam_p22.csv" in msg and "psam_p48.csv" in msg and "fedleak.data fetch-acs" in msg
+    assert "psam_p22.csv" in msg and "psam_p48.csv" in msg and "flprivacy.data fetch-acs" in msg
     assert not (empty_data_dir / "acs_income").exists(), "a failed load must not create folders"
     assert STATE_CODES["LA"] == "22"
 
 
-# ---- the real data sets (from FEDLEAK_DATA_DIR) ---------------------------------------------------------
+# ---- the real data sets (from FLPRIVACY_DATA_DIR) ---------------------------------------------------------
 def test_medical(data_file):
     data_file("medical/insurance.csv")
     df = load_medical()

@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from fedleak import (
+from flprivacy import (
     Adversary, ClientData, LocalSGD, SendBack, curious_client, eavesdrop, lenet5, linear_regression, local_sgd,
     logistic_regression, mlp, run_fedavg,
 )
-from fedleak.config import generator
+from flprivacy.config import generator
 
 
 def design(X):

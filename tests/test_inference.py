@@ -8,9 +8,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedleak import ClientData, LocalSGD, lenet5, linear_regression, logistic_regression, mlp, run_fedavg
-from fedleak.attacks._stack import LinearStack
-from fedleak.attacks.inference import (
+from flprivacy import ClientData, LocalSGD, lenet5, linear_regression, logistic_regression, mlp, run_fedavg
+from flprivacy.attacks._stack import LinearStack
+from flprivacy.attacks.inference import (
     GradientAIAResult,
     SensitiveAttribute,
     GradientObjective,
@@ -24,8 +24,8 @@ from fedleak.attacks.inference import (
     optimal_local_models,
     two_step_decoder,
 )
-from fedleak.bounds import aia_accuracy_lower_bound
-from fedleak.federation import ClientMessages
+from flprivacy.bounds import aia_accuracy_lower_bound
+from flprivacy.federation import ClientMessages
 
 
 def test_noiseless_linear_model_recovers_the_attribute():

@@ -9,13 +9,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedleak import ClientData, LocalSGD, curious_client, lenet5, mlp, run_fedavg
-from fedleak.attacks.inversion import (
+from flprivacy import ClientData, LocalSGD, curious_client, lenet5, mlp, run_fedavg
+from flprivacy.attacks.inversion import (
     curious_client_attack, decode_dummy, dlg_init, dummy_latent, idlg_label, invert_update,
     jacobian_gradient_covariance, labels_from_counts, lemma1_prediction, own_image_score, replay_update,
     restore_label_counts, super_client_divergence, total_variation, update_distance,
 )
-from fedleak.models import FLModel, LeNet5
+from flprivacy.models import FLModel, LeNet5
 
 
 def small_mlp(d_in=6, classes=3, hidden=5):

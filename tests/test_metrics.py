@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedleak.metrics import match_images, mse, psnr, quality, ssim
+from flprivacy.metrics import match_images, mse, psnr, quality, ssim
 
 
 def images(n=5, c=1, h=8, w=8, seed=0):

@@ -10,11 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedleak import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg
-from fedleak.bounds import lambda_min_W, local_steps, theorem1_bound
-from fedleak.data.synthetic import nesterov_hard_instance
-from fedleak.experiments.part2_common import LeastSquaresSGD, design, local_optimum
-from fedleak.experiments.part2_theorem1 import batched_replies, make_client, noise_scale
+from flprivacy import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg
+from flprivacy.bounds import lambda_min_W, local_steps, theorem1_bound
+from flprivacy.data.synthetic import nesterov_hard_instance
+from flprivacy.experiments.part2_common import LeastSquaresSGD, design, local_optimum
+from flprivacy.experiments.part2_theorem1 import batched_replies, make_client, noise_scale
 
 
 @pytest.mark.parametrize("kwargs", [dict(epochs=2, batch_size=7), dict(epochs=1), dict(steps=5, batch_size=16),
@@ -133,7 +133,7 @@ def test_hard_instance_bad_arguments():
 def test_xu_adult_split_on_a_toy_table():
     import pandas as pd
 
-    from fedleak.data.splits import xu_adult_split
+    from flprivacy.data.splits import xu_adult_split
 
     df = pd.DataFrame({"education": ["Doctorate"] * 6 + ["Bachelors", "Masters", "HS-grad", "Prof-school"] * 5,
                        "age": [30, 40, 60, 37, 52, 53] + list(range(20, 40))})
@@ -148,8 +148,8 @@ def test_xu_adult_split_on_a_toy_table():
 def test_xu_adult_split_on_adult(data_file):
     data_file("adult/adult.data")
     data_file("adult/adult.test")
-    from fedleak.data import load_adult
-    from fedleak.data.splits import xu_adult_split
+    from flprivacy.data import load_adult
+    from flprivacy.data.splits import xu_adult_split
 
     df = load_adult("all")
     parts = xu_adult_split(df)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedleak import ClientData, LocalSGD, local_sgd, mlp, run_fedavg
-from fedleak.attacks._stack import LinearStack
-from fedleak.attacks.active import (
+from flprivacy import ClientData, LocalSGD, local_sgd, mlp, run_fedavg
+from flprivacy.attacks._stack import LinearStack
+from flprivacy.attacks.active import (
     ADAM_BETA_RANGE,
     ADAM_LR_RANGE,
     AdamActive,
@@ -16,7 +16,7 @@ from fedleak.attacks.active import (
     simulate_adam_active,
     tune_adam_active,
 )
-from fedleak.config import generator
+from flprivacy.config import generator
 
 
 def _clients(sizes=(30, 45), seed=0):

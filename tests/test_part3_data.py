@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fedleak.data import DataNotFoundError
-from fedleak.data.census import (
+from flprivacy.data import DataNotFoundError
+from flprivacy.data.census import (
     CENSUS_COLUMNS,
     SYNTHETIC,
     acs_available,
@@ -96,7 +96,7 @@ def test_income_tasks_on_the_synthetic_census():
 def test_acs_absence_is_announced_with_the_fetch_command(empty_data_dir, capsys):
     assert not acs_available(["LA"])
     out = capsys.readouterr().out
-    assert "psam_p22.csv" in out and "python -m fedleak.data fetch-acs" in out and "--states LA" in out
+    assert "psam_p22.csv" in out and "python -m flprivacy.data fetch-acs" in out and "--states LA" in out
     with pytest.raises(DataNotFoundError, match="fetch-acs"):
         income_l_task(source="acs")
 

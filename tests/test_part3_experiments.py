@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from fedleak.data.census import encode_census, income_l_task, synthetic_census
-from fedleak.experiments import part3_fig1, part3_table1
+from flprivacy.data.census import encode_census, income_l_task, synthetic_census
+from flprivacy.experiments import part3_fig1, part3_table1
 
 
 def test_table1_pipeline_gives_every_row():

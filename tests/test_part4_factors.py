@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from fedleak.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, run_case
+from flprivacy.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, run_case
 
 
 def test_quick_grid_is_small_and_covers_every_factor(monkeypatch):
-    monkeypatch.setenv("FEDLEAK_SCALE", "quick")
+    monkeypatch.setenv("FLPRIVACY_SCALE", "quick")
     cases = grid()
     groups = {c.group for c in cases}
     assert {"clients", "batch", "local_iterations", "uneven", "server_lr", "n_images"} <= groups
@@ -17,7 +17,7 @@ def test_quick_grid_is_small_and_covers_every_factor(monkeypatch):
 
 
 def test_paper_grid_matches_the_papers_settings(monkeypatch):
-    monkeypatch.setenv("FEDLEAK_SCALE", "paper")
+    monkeypatch.setenv("FLPRIVACY_SCALE", "paper")
     cases = grid()
     fig5 = {c.K for c in cases if c.group == "clients"}
     assert fig5 == {2, 4, 8, 16} and all(c.sizes == (16,) * c.K for c in cases if c.group == "clients")

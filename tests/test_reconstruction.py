@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedleak import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg
-from fedleak.attacks.reconstruction import (
+from flprivacy import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg
+from flprivacy.attacks.reconstruction import (
     condition_number,
     condition_numbers,
     design_matrices,
@@ -21,7 +21,7 @@ from fedleak.attacks.reconstruction import (
     reconstruct_least_squares,
     select_messages,
 )
-from fedleak.experiments.part2_common import LeastSquaresSGD, design, local_optimum
+from flprivacy.experiments.part2_common import LeastSquaresSGD, design, local_optimum
 
 
 def _client(d: int, n: int, seed: int) -> ClientData:

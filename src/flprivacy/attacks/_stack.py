@@ -1,0 +1,136 @@
+"""Many parameter vectors of one model, evaluated at once (internal helper of Part III's attacks).
+
+Part III's attacks evaluate the *same* architecture at many parameter vectors θ: one per
+round of the message log (the gradient-based AIA, Diana et al. 2025 eq. 2), one per Adam
+hyper-parameter candidate (the tuning of Alg. 4), one per learning rate (the Model-w-O search).
+``torch.func.vmap`` over :meth:`FLModel.forward` costs milliseconds per call here; a stack of
+``nn.Linear`` layers evaluated with batched matrix products costs tens of microseconds. This
+module does the latter for every model made of ``nn.Linear`` layers and parameter-free
+element-wise modules (ReLU, sigmoid, tanh, identity): :func:`flprivacy.models.linear_regression`,
+:func:`~flprivacy.models.logistic_regression` and :func:`~flprivacy.models.mlp`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..models import FLModel
+
+_ELEMENTWISE = (nn.ReLU, nn.Sigmoid, nn.Tanh, nn.Identity, nn.LeakyReLU, nn.ELU, nn.GELU, nn.Softplus)
+
+
+@dataclass(frozen=True)
+class _Linear:
+    w: slice  # position of the weight (out, in), row-major, in θ
+    b: slice | None  # position of the bias in θ
+    n_in: int
+    n_out: int
+
+
+class LinearStack:
+    """A model of ``nn.Linear`` layers and element-wise activations, evaluated for a batch of
+    parameter vectors ``thetas`` of shape ``(M, d)``.
+
+    Raises:
+        NotImplementedError: for other architectures (convolutions, normalisation, ...); the
+            message names the offending module.
+    """
+
+    def __init__(self, model: FLModel):
+        mod = model.module
+        children = [mod] if isinstance(mod, nn.Linear) else list(mod.children()) if isinstance(mod, nn.Sequential) else None
+        if children is None:
+            raise NotImplementedError(
+                f"this attack needs a model made of nn.Linear layers and element-wise activations "
+                f"(linear_regression, logistic_regression, mlp); got {mod.__class__.__name__}."
+            )
+        offsets, pos = {}, 0
+        for name, numel in zip(model._names, model._numels):
+            offsets[name] = slice(pos, pos + numel)
+            pos += numel
+        self.layers: list[_Linear | nn.Module] = []
+        for i, child in enumerate(children):
+            prefix = "" if child is mod else f"{i}."
+            if isinstance(child, nn.Linear):
+                b = offsets.get(prefix + "bias")
+                self.layers.append(_Linear(offsets[prefix + "weight"], b, child.in_features, child.out_features))
+            elif isinstance(child, _ELEMENTWISE):
+                self.layers.append(child)
+            else:
+                raise NotImplementedError(
+                    f"this attack supports nn.Linear layers and element-wise activations only; the model has "
+                    f"{child.__class__.__name__} at position {i}. Use an MLP (flprivacy.models.mlp) or a linear model."
+                )
+        self.model = model
+        self.dim = model.dim
+        self.dtype = model.dtype
+        self.linears = [layer for layer in self.layers if isinstance(layer, _Linear)]
+
+    # ---- forward ------------------------------------------------------------------------------
+    def forward(self, thetas: Tensor, X: Tensor, keep: bool = False) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """Outputs ``(M, n, n_out)`` of every model on ``X`` (``(n, p)`` shared, or ``(M, n, p)``).
+
+        With ``keep``, also the input and the pre-activation of every linear layer (for
+        per-sample gradients: the gradient of a linear layer for sample j is the outer product
+        of the loss's derivative at its output with its input).
+        """
+        M = thetas.shape[0]
+        a = X.to(self.dtype)
+        if a.ndim == 2:
+            a = a.unsqueeze(0).expand(M, -1, -1)
+        inputs, preacts = [], []
+        for layer in self.layers:
+            if isinstance(layer, _Linear):
+                W = thetas[:, layer.w].view(M, layer.n_out, layer.n_in)
+                z = torch.bmm(a, W.transpose(1, 2))
+                if layer.b is not None:
+                    z = z + thetas[:, layer.b].unsqueeze(1)
+                if keep:
+                    inputs.append(a)
+                    preacts.append(z)
+                a = z
+            else:
+                a = layer(a)
+        return a, inputs, preacts
+
+    def per_sample_loss_from_output(self, out: Tensor, y: Tensor) -> Tensor:
+        """ℓ for outputs ``(M, n, o)`` and targets ``(n,)`` (or ``(M, n)``); returns ``(M, n)``."""
+        M, n = out.shape[:2]
+        yy = y.expand(M, n) if y.ndim == 1 else y
+        return self.model._loss(out.reshape(M * n, -1), yy.reshape(M * n)).view(M, n)
+
+    def per_sample_loss(self, thetas: Tensor, X: Tensor, y: Tensor) -> Tensor:
+        """ℓ(θ_m, x_i, y_i) for every model and row, ``(M, n)``."""
+        return self.per_sample_loss_from_output(self.forward(thetas, X)[0], y)
+
+    def loss(self, thetas: Tensor, X: Tensor, y: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Empirical risk of every model, ``(M,)``. With ``X`` ``(M, n, p)``, ``y`` ``(M, n)``
+        and a 0/1 ``mask`` ``(M, n)``, model m's risk is over its rows with mask 1 (clients of
+        different sizes padded to one tensor)."""
+        ell = self.per_sample_loss(thetas, X, y)
+        if mask is None:
+            return ell.mean(1)
+        return (ell * mask).sum(1) / mask.sum(1)
+
+    def loss_and_grad(self, thetas: Tensor, X: Tensor, y: Tensor, mask: Tensor | None = None,
+                      ) -> tuple[Tensor, Tensor]:
+        """(risk ``(M,)``, its gradient ``(M, d)``) of every model; models are independent."""
+        with torch.enable_grad():
+            th = thetas.detach().requires_grad_(True)
+            loss = self.loss(th, X, y, mask)
+            (g,) = torch.autograd.grad(loss.sum(), th)
+        return loss.detach(), g
+
+    def per_sample_signals(self, thetas: Tensor, X: Tensor, y: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+        """For every linear layer: its inputs A ``(M, n, in)`` and Δ = ∂ℓ_j/∂z_j ``(M, n, out)``,
+        the derivative of each row's own loss at the layer's pre-activation. The per-sample
+        gradient of the layer is Δ_j ⊗ A_j (weight) and Δ_j (bias)."""
+        with torch.enable_grad():
+            th = thetas.detach().requires_grad_(True)
+            out, inputs, preacts = self.forward(th, X, keep=True)
+            losses = self.per_sample_loss_from_output(out, y)
+            deltas = torch.autograd.grad(losses.sum(), preacts)
+        return [a.detach() for a in inputs], [d.detach() for d in deltas]

@@ -1,0 +1,261 @@
+"""The active reconstruction of a client's local model (Diana et al. 2025, §4.2, Alg. 4).
+
+A malicious server keeps, for each target client c, a model θ_c^a. In every attack round it
+sends θ_c^a instead of the global model; the client trains on it and returns θ_c; the server
+treats θ_c^a - θ_c as a gradient of the client's local risk and takes an Adam step (Kingma & Ba
+2015). After the attack rounds θ_c^a approximates the client's optimal local model
+θ_c^* = argmin L_c, on which the model-based AIA (eq. 3) is run.
+
+- :class:`AdamActive` is Alg. 4 as a :class:`flprivacy.threats.Adversary` for
+  :func:`flprivacy.federation.run_fedavg`;
+- :func:`simulate_adam_active` replays the attack for many Adam hyper-parameters at once
+  (the client's local SGD on a batch of models);
+- :func:`tune_adam_active` picks Adam's learning rate and betas with Optuna to minimise the
+  clients' training loss (App. B.5: lr ∈ [0.1, 50], β1, β2 ∈ [0.6, 0.999], 50 trials).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import optuna
+import torch
+from torch import Tensor
+
+from ..config import child_seed, generator
+from ..federation import ClientData, LocalSGD, MessageLog, batch_schedule
+from ..models import FLModel
+from ..threats import Adversary
+from ._stack import LinearStack
+
+ADAM_LR_RANGE: tuple[float, float] = (0.1, 50.0)
+"""App. B.5: Adam's learning rate is tuned in [0.1, 50] (log scale)."""
+ADAM_BETA_RANGE: tuple[float, float] = (0.6, 0.999)
+"""App. B.5: β1 and β2 are tuned in [0.6, 0.999]."""
+
+
+@dataclass
+class _AdamState:
+    theta: Tensor
+    m: Tensor
+    v: Tensor
+    step: int = 0
+    pending: int | None = None  # attack round whose reply has not been used yet
+
+
+class AdamActive(Adversary):
+    """Alg. 4 of Diana et al.: send each target her own (Adam-updated) model.
+
+    In attack round t for target c: first use the reply to the previous attack round (the
+    pseudo-gradient θ_c^a - θ_c) for one Adam step on θ_c^a, then send θ_c^a. The first attack
+    round sends the latest model c returned (Alg. 4, line 1), or ``init_models[c]``.
+    :meth:`estimate` applies the last pending step and returns θ_c^a.
+
+    Args:
+        targets: attacked clients.
+        start_round: first attack round.
+        n_rounds: number of attack rounds |T_c^a| (consecutive from ``start_round``).
+        lr, betas, eps: Adam's hyper-parameters (tune them with :func:`tune_adam_active`).
+        init_models: optional ``{client: θ}`` to start from (e.g. when the attack phase is a
+            separate :func:`~flprivacy.federation.run_fedavg` call continuing a passive run).
+    """
+
+    def __init__(self, targets: Iterable[int], start_round: int, n_rounds: int, lr: float,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 init_models: Mapping[int, Tensor] | None = None):
+        if n_rounds < 1 or lr <= 0 or not all(0 <= b < 1 for b in betas):
+            raise ValueError(f"need n_rounds >= 1, lr > 0 and betas in [0, 1); got {n_rounds}, {lr}, {betas}.")
+        self.targets = set(int(c) for c in targets)
+        self.rounds = range(int(start_round), int(start_round) + int(n_rounds))
+        self.lr, self.betas, self.eps = float(lr), (float(betas[0]), float(betas[1])), float(eps)
+        self.init_models = dict(init_models or {})
+        self.state: dict[int, _AdamState] = {}
+
+    def forge(self, round: int, client: int, global_model: Tensor, log: MessageLog) -> Tensor | None:
+        if client not in self.targets or round not in self.rounds:
+            return None
+        st = self.state.get(client)
+        if st is None:
+            start = self.init_models.get(client)
+            if start is None:
+                start = log.last_returned(client, before=round)
+            if start is None:
+                raise RuntimeError(
+                    f"AdamActive: client {client} has returned no model before round {round} and no init_models "
+                    "entry was given; start the attack after an honest exchange or pass init_models."
+                )
+            st = self.state[client] = _AdamState(start.detach().clone(), torch.zeros_like(start), torch.zeros_like(start))
+        else:
+            self._step(client, log)
+        st.pending = round
+        return st.theta.clone()
+
+    def _step(self, client: int, log: MessageLog) -> None:
+        st = self.state[client]
+        if st.pending is None:
+            return
+        reply = log.exchange(st.pending, client).returned
+        adam_step(st, st.theta - reply.to(st.theta.dtype), self.lr, self.betas, self.eps)
+        st.pending = None
+
+    def estimate(self, client: int, log: MessageLog) -> Tensor:
+        """θ_c^a after the last attack round (Alg. 4, line 6)."""
+        if client not in self.state:
+            raise KeyError(f"client {client} was never attacked (targets {sorted(self.targets)}, rounds {self.rounds}).")
+        self._step(client, log)
+        return self.state[client].theta.clone()
+
+    def estimates(self, log: MessageLog) -> dict[int, Tensor]:
+        """:meth:`estimate` of every attacked client."""
+        return {c: self.estimate(c, log) for c in sorted(self.state)}
+
+
+def adam_step(st, grad: Tensor, lr, betas, eps) -> None:
+    """One Adam step (Kingma & Ba 2015, Alg. 1) on ``st.theta`` with moments ``st.m``, ``st.v``;
+    ``lr`` and betas may be tensors broadcasting against the rows of ``theta``."""
+    b1, b2 = betas
+    st.step += 1
+    st.m.mul_(b1).add_((1 - b1) * grad)
+    st.v.mul_(b2).add_((1 - b2) * grad * grad)
+    mhat = st.m / (1 - b1**st.step)
+    vhat = st.v / (1 - b2**st.step)
+    st.theta.sub_(lr * mhat / (vhat.sqrt() + eps))
+
+
+# ---- replaying the attack for many hyper-parameters ----------------------------------------------
+def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequence[ClientData], local: LocalSGD,
+                   gens: Sequence[torch.Generator]) -> list[Tensor]:
+    """The local update (Alg. 2) of every client c applied to her M models ``thetas[c]``
+    ``(M, d)`` at once: what :func:`flprivacy.federation.local_sgd` does to each row, with one
+    shuffling per client (``gens[c]``) shared by her M models. All clients step together
+    (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
+    C, M = len(clients), thetas[0].shape[0]
+    p = clients[0].X.shape[1]
+    Bmax = max(c.n if local.batch_size is None else min(int(local.batch_size), c.n) for c in clients)
+    steps = [local.n_steps(c.n) for c in clients]
+    # every client's sequence of mini-batches, exactly as in local_sgd (reshuffled each epoch)
+    batches = [[torch.arange(data.n) if idx is None else idx
+                for idx in batch_schedule(data.n, epochs=local.epochs, batch_size=local.batch_size,
+                                          steps=local.steps, shuffle=local.shuffle, generator=gens[c])]
+               for c, data in enumerate(clients)]
+    theta = torch.stack(list(thetas))  # (C, M, d)
+    for k in range(max(steps)):
+        live = [c for c in range(C) if k < steps[c]]
+        Xb = torch.zeros(len(live), Bmax, p, dtype=theta.dtype)
+        yb = torch.zeros(len(live), Bmax, dtype=clients[0].y.dtype)
+        mb = torch.zeros(len(live), Bmax, dtype=theta.dtype)
+        for j, c in enumerate(live):
+            idx = batches[c][k]
+            Xb[j, : idx.numel()], yb[j, : idx.numel()], mb[j, : idx.numel()] = clients[c].X[idx], clients[c].y[idx], 1
+        rep = lambda t: t.repeat_interleave(M, 0)  # noqa: E731
+        li = torch.tensor(live)
+        _, g = stack.loss_and_grad(theta[li].reshape(len(live) * M, -1), rep(Xb), rep(yb), rep(mb))
+        theta[li] -= local.lr * g.view(len(live), M, -1)
+    return list(theta)
+
+
+def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor], local: LocalSGD,
+                         n_rounds: int, lr: Tensor, beta1: Tensor, beta2: Tensor, *, eps: float = 1e-8,
+                         seed: int = 0) -> list[Tensor]:
+    """Alg. 4 on each client for M hyper-parameter settings at once.
+
+    Client c starts from ``starts[c]``; each of ``n_rounds`` rounds she runs ``local`` on the M
+    forged models (one shuffling per round, shared by the M models), and every model takes an
+    Adam step on its pseudo-gradient with its own (lr, β1, β2). All clients run together.
+
+    Returns:
+        one ``(M, d)`` tensor of final estimates θ_c^a per client.
+    """
+    stack = LinearStack(model)
+    lr, beta1, beta2 = (torch.as_tensor(v, dtype=model.dtype).view(1, -1, 1) for v in (lr, beta1, beta2))
+    M, C = lr.shape[1], len(clients)
+    gens = [generator(child_seed(seed, 7, c)) for c in range(C)]
+    theta = torch.stack([s.to(model.dtype).expand(M, -1) for s in starts]).clone()  # (C, M, d)
+    st = _AdamState(theta, torch.zeros_like(theta), torch.zeros_like(theta))
+    for _ in range(n_rounds):
+        returned = torch.stack(local_sgd_many(stack, list(st.theta), clients, local, gens))
+        adam_step(st, st.theta - returned, lr, (beta1, beta2), eps)
+        bad = ~torch.isfinite(st.theta).all(-1, keepdim=True)
+        if bool(bad.any()):  # a diverged setting stays diverged; keep it from producing NaN warnings
+            st.theta.copy_(torch.where(bad, torch.full_like(st.theta, float("inf")), st.theta))
+    return list(st.theta)
+
+
+@dataclass
+class AdamTuning:
+    """Result of :func:`tune_adam_active`."""
+
+    lr: float
+    betas: tuple[float, float]
+    loss: float  # the clients' mean training loss at the chosen setting
+    study: optuna.Study
+    estimates: list[Tensor]  # each client's θ_c^a at the chosen setting (from the replay)
+
+
+def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor], local: LocalSGD,
+                     n_rounds: int, *, n_trials: int = 50, batch: int = 10, lr_range: tuple[float, float] = ADAM_LR_RANGE,
+                     beta_range: tuple[float, float] = ADAM_BETA_RANGE, seed: int = 0) -> AdamTuning:
+    """Choose Adam's (lr, β1, β2) for Alg. 4 with Optuna (App. B.5).
+
+    The objective is the clients' training loss (mean over the targets, weighted by their
+    sizes) of the estimates θ_c^a after ``n_rounds`` attack rounds, as in the paper; note that
+    it needs the clients' data, so this tuning is itself an oracle. Trials are asked in waves
+    of ``batch`` and evaluated together by :func:`simulate_adam_active` (Optuna's ask-and-tell
+    interface), the TPE sampler seeded with ``seed``.
+    """
+    if n_trials < 1 or batch < 1:
+        raise ValueError(f"need n_trials >= 1 and batch >= 1, got {n_trials}, {batch}.")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = optuna.samplers.TPESampler(seed=seed % 2**32, n_startup_trials=min(10, n_trials), constant_liar=True)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    stack = LinearStack(model)
+    sizes = torch.tensor([c.n for c in clients], dtype=torch.float64)
+    best: tuple[float, list[Tensor]] = (math.inf, [])
+    done = 0
+    while done < n_trials:
+        trials = [study.ask() for _ in range(min(batch, n_trials - done))]
+        params = [(t.suggest_float("lr", *lr_range, log=True), t.suggest_float("beta1", *beta_range),
+                   t.suggest_float("beta2", *beta_range)) for t in trials]
+        lr, b1, b2 = (torch.tensor(col) for col in zip(*params))
+        finals = simulate_adam_active(model, clients, starts, local, n_rounds, lr, b1, b2, seed=seed)
+        with torch.no_grad():
+            losses = torch.stack([stack.loss(th.nan_to_num(posinf=0.0), c.X, c.y).double()
+                                  .masked_fill(~torch.isfinite(th).all(1), math.inf)
+                                  for th, c in zip(finals, clients)])  # (clients, M)
+        value = (losses * sizes.unsqueeze(1)).sum(0) / sizes.sum()
+        value = torch.nan_to_num(value, nan=math.inf)
+        for i, t in enumerate(trials):
+            study.tell(t, float(value[i]) if math.isfinite(value[i]) else 1e300)
+            if value[i] < best[0]:
+                best = (float(value[i]), [f[i].clone() for f in finals])
+        done += len(trials)
+    bp = study.best_params
+    return AdamTuning(lr=bp["lr"], betas=(bp["beta1"], bp["beta2"]), loss=best[0], study=study, estimates=best[1])
+
+
+class SendBackAll(Adversary):
+    """The active adversary of the gradient-based baseline (Chen et al. 2022; Diana §2.3): in
+    every attack round, send each target her own latest returned model instead of θ^t, so
+    that she keeps training on her local data (:class:`flprivacy.threats.SendBack` for many
+    targets at once). ``init_models[c]`` is sent when c has returned nothing yet in this run
+    (an attack phase run as a separate :func:`~flprivacy.federation.run_fedavg` call)."""
+
+    def __init__(self, targets: Iterable[int], rounds: Iterable[int], init_models: Mapping[int, Tensor] | None = None):
+        self.targets = set(int(c) for c in targets)
+        self.rounds = set(int(r) for r in rounds)
+        self.init_models = dict(init_models or {})
+
+    def forge(self, round: int, client: int, global_model: Tensor, log: MessageLog) -> Tensor | None:
+        if client not in self.targets or round not in self.rounds:
+            return None
+        try:  # the usual case, full participation: the reply of the previous round
+            return log.exchange(round - 1, client).returned
+        except KeyError:
+            last = log.last_returned(client, before=round)
+        if last is None:
+            last = self.init_models.get(client)
+        if last is None:
+            raise RuntimeError(f"SendBackAll: client {client} returned no model before round {round}.")
+        return last

@@ -1,0 +1,708 @@
+"""Attribute inference attacks (AIA) against a federated client (Diana et al. 2025, §2.3, §3, §5).
+
+Every sample of client c is (x^p(i), s(i), y(i)): public features, a sensitive attribute and a
+public target. The adversary knows the public part and wants s(i).
+
+- **Model-based AIA** (eq. 3; Kasiviswanathan et al. 2013, Fredrikson et al. 2014): given a
+  model θ, pick for every sample the candidate value of s that minimises the model's loss.
+  :func:`model_based_aia`, :func:`candidate_losses`; for least squares the equivalent two-step
+  decoder of eq. 4 is :func:`two_step_decoder`, and Prop. 1 bounds its accuracy
+  (:func:`flprivacy.bounds.aia_accuracy_lower_bound`).
+- **Gradient-based AIA** (eq. 2; Lyu & Chen 2021, Chen et al. 2022): pick the attributes whose
+  *virtual* gradients at the global models θ^t best align, in cosine similarity, with the
+  client's pseudo-gradients θ^t - θ_c^t over a set of rounds. :func:`gradient_aia` solves it
+  with the Gumbel-softmax trick for a grid of round sets and learning rates at once (App. B.5),
+  and :class:`GradientAIAResult` selects "Grad" (best cosine) or "Grad-w-O" (best accuracy,
+  an oracle).
+- **Model-w-O** (§5.3): the model-based AIA on the client's optimal local model, found by Adam
+  run to convergence on her data (an oracle): :func:`optimal_local_model`.
+
+The attacks that run on a model made of linear layers (linear and logistic regression, the MLP)
+evaluate many parameter vectors at once (:mod:`._stack`); that is what makes the paper's grids
+affordable on a CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from ..config import generator as make_generator
+from ..federation import ClientMessages
+from ..models import FLModel
+from ._stack import LinearStack, _Linear
+
+# ---- the sensitive attribute ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SensitiveAttribute:
+    """Where the sensitive attribute sits in the design matrix and the values it can take.
+
+    Args:
+        columns: the column(s) of ``X`` holding it: one for a binary attribute, the one-hot
+            group for a categorical one.
+        candidates: ``(C, len(columns))``, one row per value the attribute can take (its
+            encoding in those columns), e.g. ``[[0.], [1.]]``.
+        name: for messages and tables.
+    """
+
+    columns: tuple[int, ...]
+    candidates: Tensor
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        cols = tuple(int(c) for c in self.columns)
+        cand = torch.as_tensor(self.candidates, dtype=torch.float64)
+        if cand.ndim != 2 or cand.shape[1] != len(cols) or cand.shape[0] < 2:
+            raise ValueError(
+                f"candidates must have shape (C >= 2, {len(cols)}): one row per value of the attribute, one column "
+                f"per sensitive column; got {tuple(cand.shape)}."
+            )
+        object.__setattr__(self, "columns", cols)
+        object.__setattr__(self, "candidates", cand)
+
+    @classmethod
+    def binary(cls, column: int, values: tuple[float, float] = (0.0, 1.0), name: str = "") -> SensitiveAttribute:
+        """A binary attribute in one column taking ``values`` (index 0 and 1)."""
+        return cls((int(column),), torch.tensor([[float(values[0])], [float(values[1])]]), name)
+
+    @classmethod
+    def one_hot(cls, columns: Sequence[int], name: str = "") -> SensitiveAttribute:
+        """A categorical attribute one-hot encoded in ``columns`` (candidate k = k-th unit vector)."""
+        return cls(tuple(int(c) for c in columns), torch.eye(len(columns)), name)
+
+    @property
+    def n_values(self) -> int:
+        """Number of candidate values C."""
+        return int(self.candidates.shape[0])
+
+    def check(self, X: Tensor) -> None:
+        if X.ndim != 2:
+            raise ValueError(f"X must be a (n, p) design matrix, got shape {tuple(X.shape)}.")
+        if max(self.columns) >= X.shape[1] or min(self.columns) < 0:
+            raise ValueError(f"sensitive columns {list(self.columns)} out of range for X with {X.shape[1]} columns.")
+
+    def true_index(self, X: Tensor, atol: float = 1e-6) -> Tensor:
+        """The index of the candidate each row of ``X`` holds (the ground truth, for scoring)."""
+        self.check(X)
+        vals = X[:, list(self.columns)].to(torch.float64)
+        match = (vals.unsqueeze(1) - self.candidates.unsqueeze(0)).abs().amax(-1) <= atol  # (n, C)
+        if not bool(match.any(1).all()):
+            bad = int((~match.any(1)).nonzero()[0])
+            raise ValueError(
+                f"row {bad} holds {vals[bad].tolist()} in the sensitive columns, which is none of the candidates "
+                f"{self.candidates.tolist()}; check the columns and candidates of the attribute."
+            )
+        return match.to(torch.int8).argmax(1)
+
+    def fill(self, X: Tensor, index: Tensor) -> Tensor:
+        """A copy of ``X`` whose attribute is set to ``candidates[index]`` row by row."""
+        out = X.clone()
+        out[:, list(self.columns)] = self.candidates.to(X.dtype)[index]
+        return out
+
+    def expand(self, X: Tensor) -> Tensor:
+        """``(C*n, p)``: ``X`` with the attribute set to each candidate in turn (candidate-major:
+        row ``c*n + i`` is sample i with value c)."""
+        self.check(X)
+        C, n = self.n_values, X.shape[0]
+        Xc = X.unsqueeze(0).repeat(C, 1, 1)
+        Xc[:, :, list(self.columns)] = self.candidates.to(X.dtype).unsqueeze(1)
+        return Xc.reshape(C * n, X.shape[1])
+
+
+# ---- model-based AIA (eq. 3) ----------------------------------------------------------------------
+def candidate_losses(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, attribute: SensitiveAttribute) -> Tensor:
+    """ℓ(θ, (x^p(i), s_c, y(i))) for every candidate value c and sample i.
+
+    Returns ``(C, n)`` for θ of shape ``(d,)``, or ``(M, C, n)`` for ``M`` models ``(M, d)``.
+    """
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must describe the same samples.")
+    C, n = attribute.n_values, X.shape[0]
+    Xc = attribute.expand(X)
+    yc = y.repeat(C)
+    with torch.no_grad():
+        if theta.ndim == 1:
+            return model.per_sample_loss(theta, Xc, yc).view(C, n)
+        try:
+            stack = LinearStack(model)
+        except NotImplementedError:
+            return torch.stack([model.per_sample_loss(t, Xc, yc).view(C, n) for t in theta])
+        return stack.per_sample_loss(theta.to(model.dtype), Xc, yc).view(-1, C, n)
+
+
+def model_based_aia(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, sensitive_columns: Sequence[int],
+                    candidates: Tensor) -> Tensor:
+    """Solve argmin_s ℓ(θ, (x^p(i), s, y(i))) for every sample (Diana eq. 3).
+
+    The values of ``X`` in ``sensitive_columns`` are ignored (the attacker does not know them);
+    every candidate encoding is tried for every sample in one batched forward pass. Works for
+    any model and loss: regression (least squares, neural networks) and classification.
+
+    Args:
+        model, theta: the attacked model; ``theta`` ``(d,)``, or ``(M, d)`` to attack M models.
+        X: ``(n, d_x)`` inputs; the sensitive columns' content is overwritten by candidates.
+        y: ``(n,)`` targets (public).
+        sensitive_columns: the column(s) of the sensitive attribute (one for a binary
+            attribute, the one-hot group for a categorical one).
+        candidates: ``(K, len(sensitive_columns))``: the encodings the attribute can take,
+            e.g. ``[[0.], [1.]]`` for a binary attribute.
+
+    Returns:
+        ``(n,)`` long tensor (``(M, n)`` for M models): the index in ``candidates`` chosen for
+        each sample. Ties go to the first candidate.
+    """
+    cols = torch.as_tensor(list(sensitive_columns), dtype=torch.long)
+    candidates = torch.as_tensor(candidates)
+    if candidates.ndim != 2 or candidates.shape[1] != cols.numel():
+        raise ValueError(
+            f"candidates must have shape (K, {cols.numel()}) (one row per value of the sensitive attribute, "
+            f"one column per sensitive column); got {tuple(candidates.shape)}."
+        )
+    if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be (n, d) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
+    if cols.numel() == 0 or int(cols.max()) >= X.shape[1] or int(cols.min()) < 0:
+        raise ValueError(f"sensitive_columns {cols.tolist()} out of range for X with {X.shape[1]} columns.")
+    attribute = SensitiveAttribute(tuple(cols.tolist()), candidates)
+    return candidate_losses(model, theta, X, y, attribute).argmin(-2)
+
+
+def aia_accuracy(predicted: Tensor, true_index: Tensor) -> float:
+    """Fraction of samples whose sensitive attribute was inferred correctly."""
+    if predicted.shape != true_index.shape:
+        raise ValueError(f"shapes differ: predicted {tuple(predicted.shape)}, true {tuple(true_index.shape)}.")
+    return (predicted == true_index).double().mean().item()
+
+
+def model_based_accuracy(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, attribute: SensitiveAttribute,
+                         ) -> float | Tensor:
+    """Accuracy of the model-based AIA (eq. 3) of θ on ``(X, y)``; ``(M,)`` for θ of shape ``(M, d)``."""
+    pred = candidate_losses(model, theta, X, y, attribute).argmin(-2)
+    truth = attribute.true_index(X)
+    acc = (pred == truth).double().mean(-1)
+    return acc.item() if theta.ndim == 1 else acc
+
+
+def two_step_decoder(theta: Tensor, X: Tensor, y: Tensor, column: int, values: tuple[float, float] = (0.0, 1.0),
+                     ) -> tuple[Tensor, Tensor]:
+    """The two-step form of the model-based AIA for least squares (proof of Prop. 1, eq. 4).
+
+    For a linear model θ = (w, b) (bias last, as :func:`flprivacy.models.linear_regression`)
+    and a binary attribute in ``column`` taking ``values = (v0, v1)``:
+
+    1. s̃ = argmin_{s ∈ R^n} ||P w_p + s w_s + b - y||² = (y - P w_p - b) / w_s, the real-valued
+       attribute that fits each sample exactly;
+    2. ŝ(i) = index of the value nearest to s̃(i) (for (0, 1): 1 if s̃(i) >= 1/2).
+
+    Returns ``(s_tilde, s_hat)``; ``s_hat`` equals :func:`model_based_aia` (up to exact ties).
+    """
+    if theta.ndim != 1 or theta.numel() != X.shape[1] + 1:
+        raise ValueError(
+            f"two_step_decoder needs a linear model θ = (w, b) with {X.shape[1] + 1} entries for X with {X.shape[1]} "
+            f"columns (bias last); got shape {tuple(theta.shape)}."
+        )
+    w, b = theta[:-1].to(torch.float64), theta[-1].to(torch.float64)
+    if w[column] == 0:
+        raise ValueError("θ[s] = 0: the model ignores the attribute, so the decoder is undefined (Prop. 1 is vacuous).")
+    P = X.to(torch.float64).clone()
+    P[:, column] = 0.0
+    s_tilde = (y.to(torch.float64) - P @ w - b) / w[column]
+    v0, v1 = values
+    s_hat = ((s_tilde - v0).abs() > (s_tilde - v1).abs()).long()
+    return s_tilde, s_hat
+
+
+# ---- gradient-based AIA (eq. 2) -------------------------------------------------------------------
+ROUND_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+"""F of App. B.5: the candidate round sets are the first max(1, ⌊f |T_c|⌋) rounds, f ∈ F."""
+
+GRAD_LEARNING_RATES: tuple[float, ...] = (1e2, 1e3, 1e4, 1e5, 1e6)
+"""The SGD learning rates of the Gumbel-softmax optimisation, {10^n, n = 2..6} (App. B.5)."""
+
+
+def first_rounds_sets(rounds: Sequence[int] | Tensor, fractions: Sequence[float] = ROUND_FRACTIONS,
+                      ) -> list[tuple[int, ...]]:
+    """The round sets {first max(1, ⌊f |T|⌋) rounds of T, f ∈ fractions} (App. B.5), without
+    duplicates, smallest first. ``rounds`` is T in the order the rounds happened."""
+    rounds = [int(r) for r in (rounds.tolist() if isinstance(rounds, Tensor) else rounds)]
+    if not rounds:
+        raise ValueError("first_rounds_sets needs at least one observed round.")
+    if any(not 0 < f <= 1 for f in fractions):
+        raise ValueError(f"fractions must lie in (0, 1], got {list(fractions)}.")
+    sizes = sorted({max(1, math.floor(f * len(rounds))) for f in fractions})
+    return [tuple(rounds[:k]) for k in sizes]
+
+
+@dataclass
+class GradientAIAResult:
+    """The gradient-based AIA run for every (round set, learning rate) pair.
+
+    Attributes:
+        round_sets: the candidate sets T of rounds, indexed by ``s``.
+        learning_rates: the SGD learning rates, indexed by ``l``.
+        predictions: ``(S, L, n)`` inferred candidate index of every sample.
+        cosine: ``(S, L)`` mean cosine similarity between virtual gradients (at the inferred
+            attributes) and pseudo-gradients over the rounds of the set: what "Grad" maximises.
+        iterations: ``(S, L)`` SGD iterations run (fewer than the cap when stopped early).
+    """
+
+    round_sets: list[tuple[int, ...]]
+    learning_rates: tuple[float, ...]
+    predictions: Tensor
+    cosine: Tensor
+    iterations: Tensor
+
+    def accuracy(self, true_index: Tensor) -> Tensor:
+        """``(S, L)`` attack accuracy of every configuration."""
+        return (self.predictions == true_index).double().mean(-1)
+
+    def select_by_cosine(self) -> tuple[int, int]:
+        """(s, l) of "Grad": the highest cosine similarity (what a real adversary can compute)."""
+        k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmax())
+        return divmod(k, len(self.learning_rates))
+
+    def select_by_accuracy(self, true_index: Tensor) -> tuple[int, int]:
+        """(s, l) of "Grad-w-O": the highest attack accuracy (needs the truth: an oracle)."""
+        k = int(self.accuracy(true_index).argmax())
+        return divmod(k, len(self.learning_rates))
+
+    def grad(self) -> Tensor:
+        """Predictions of "Grad"."""
+        return self.predictions[self.select_by_cosine()]
+
+    def grad_with_oracle(self, true_index: Tensor) -> Tensor:
+        """Predictions of "Grad-w-O"."""
+        return self.predictions[self.select_by_accuracy(true_index)]
+
+    @staticmethod
+    def merge(*results: GradientAIAResult) -> GradientAIAResult:
+        """One result holding the round sets of several (same learning rates and samples), e.g.
+        the passive sets and the active ones, so that selection ranges over all of them."""
+        lrs = results[0].learning_rates
+        if any(r.learning_rates != lrs for r in results):
+            raise ValueError("merge: results must share their learning rates.")
+        return GradientAIAResult(
+            round_sets=[s for r in results for s in r.round_sets], learning_rates=lrs,
+            predictions=torch.cat([r.predictions for r in results]), cosine=torch.cat([r.cosine for r in results]),
+            iterations=torch.cat([r.iterations for r in results]),
+        )
+
+
+@dataclass
+class _Group:
+    positions: Tensor  # message positions (rounds) in this group
+    sets: list[int]  # round sets using all of them
+    stats: dict = field(default_factory=dict)
+
+
+class GradientObjective:
+    """Σ_{t∈T_k} (1 - CosSim(∇_θ L(θ^t; s_k), θ^t - θ_c^t)) and its gradient for many
+    configurations k at once, with s_k a one-hot assignment ``Z_k`` ``(n, C)``.
+
+    The virtual gradient of a hard assignment is the mean of per-sample gradients,
+    ∇L(θ; s) = (1/n) Σ_i Σ_c Z_ic g_ic with g_ic = ∇ℓ(θ, x_i(c), y_i); the relaxation treats Z
+    as the Gumbel-softmax sample, so ∂/∂Z_ic = g_ic / n (the exact effect of the choice). For a
+    linear layer g_ic is an outer product (output signal ⊗ input), so every sum over samples,
+    rounds and configurations is one matrix product over the n·C candidate rows: no
+    per-sample gradient is ever stored.
+    """
+
+    def __init__(self, model: FLModel, sent: Tensor, pseudo: Tensor, X: Tensor, y: Tensor,
+                 attribute: SensitiveAttribute, set_positions: list[Tensor], max_cache_mb: float,
+                 chunk_elems: int = 2**22):
+        self.stack = LinearStack(model)
+        if not isinstance(self.stack.layers[0], _Linear):
+            raise NotImplementedError("gradient_aia needs a model whose first module is an nn.Linear layer.")
+        self.dtype = model.dtype
+        self.n = X.shape[0]
+        self.C = attribute.n_values
+        self.Xc = attribute.expand(X.to(self.dtype))
+        N = self.Xc.shape[0]
+        first = self.stack.linears[0]
+        self.X1 = torch.cat([self.Xc, torch.ones(N, 1, dtype=self.dtype)], 1) if first.b is not None else self.Xc
+        self.yc = y.repeat(self.C)
+        self.sent, self.pseudo = sent.to(self.dtype), pseudo.to(self.dtype)
+        self.chunk_elems = chunk_elems
+        # group message positions by the set of round sets that use them
+        member: dict[int, set[int]] = {}
+        for s, pos in enumerate(set_positions):
+            for p in pos.tolist():
+                member.setdefault(p, set()).add(s)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for p, sets in sorted(member.items()):
+            groups.setdefault(tuple(sorted(sets)), []).append(p)
+        self.groups = [_Group(torch.tensor(ps, dtype=torch.long), list(sets)) for sets, ps in groups.items()]
+        self.per_round = N * (1 + sum(lay.n_out * (1 if i == 0 else lay.n_in + 1) for i, lay in enumerate(self.stack.linears)))
+        self.cache = self.per_round * len(member) * self.Xc.element_size() <= max_cache_mb * 2**20
+
+    def _stats(self, pos: Tensor) -> dict:
+        """Per-round quantities: the output signals Δ of the first layer ``(R·out, N)``, Δ ⊗ [A, 1]
+        of the others ``(N, R·F)``, the pseudo-gradient blocks and φ_j = g_j·p ``(N, R)``."""
+        R, N = pos.numel(), self.Xc.shape[0]
+        A, D = self.stack.per_sample_signals(self.sent[pos], self.Xc, self.yc)
+        p = self.pseudo[pos]
+        st: dict = {"blocks": [], "phi": torch.zeros(R, N, dtype=self.dtype), "pnorm": p.norm(dim=1)}
+        for i, (lay, a, d) in enumerate(zip(self.stack.linears, A, D)):
+            pt = p[:, lay.w].view(R, lay.n_out, lay.n_in)
+            if lay.b is not None:
+                pt = torch.cat([pt, p[:, lay.b].unsqueeze(-1)], -1)
+                a = torch.cat([a, torch.ones(R, N, 1, dtype=self.dtype)], -1)
+            st["phi"] += (torch.bmm(a, pt.transpose(1, 2)) * d).sum(-1)
+            if i == 0:
+                st["blocks"].append((d.transpose(1, 2).reshape(R * lay.n_out, N).contiguous(), pt))
+            else:
+                P = (d.unsqueeze(-1) * a.unsqueeze(-2)).reshape(R, N, -1).transpose(0, 1).reshape(N, -1)
+                st["blocks"].append((P.contiguous(), pt.reshape(R, -1)))
+        st["phi"] = st["phi"].T.contiguous()
+        return st
+
+    def _group_stats(self, g: _Group, chunk: slice) -> dict:
+        key = (chunk.start, chunk.stop)
+        if key in g.stats:
+            return g.stats[key]
+        st = self._stats(g.positions[chunk])
+        if self.cache:
+            g.stats[key] = st
+        return st
+
+    def _chunks(self, g: _Group) -> list[slice]:
+        step = max(1, self.chunk_elems // self.per_round)
+        R = g.positions.numel()
+        return [slice(a, min(a + step, R)) for a in range(0, R, step)]
+
+    def evaluate(self, W: Tensor, configs: Tensor, set_of_config: Tensor, want_grad: bool = True,
+                 ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """For weights ``W`` ``(K, N)`` (= Z/n, candidate-major) of configurations ``configs``:
+        returns (Σ_t (1 - cos), Σ_t cos, ∂/∂W of Σ_t (1 - cos)), the first two ``(K,)``."""
+        K, N = W.shape
+        obj = torch.zeros(K, dtype=self.dtype)
+        cos_sum = torch.zeros(K, dtype=self.dtype)
+        dW = torch.zeros(K, N, dtype=self.dtype) if want_grad else None
+        sets = set_of_config[configs]
+        for g in self.groups:
+            rows = torch.isin(sets, torch.tensor(g.sets)).nonzero().squeeze(1)
+            if rows.numel() == 0:
+                continue
+            Wg = W[rows]
+            for chunk in self._chunks(g):
+                cos, grad = self._chunk(self._group_stats(g, chunk), Wg, want_grad)
+                obj[rows] += (1 - cos).sum(0)
+                cos_sum[rows] += cos.sum(0)
+                if want_grad:
+                    dW[rows] -= grad
+        return obj, cos_sum, dW
+
+    def _chunk(self, st: dict, W: Tensor, want_grad: bool) -> tuple[Tensor, Tensor | None]:
+        K, N = W.shape
+        phi = st["phi"]
+        R = phi.shape[1]
+        dot = torch.zeros(R, K, dtype=self.dtype)
+        nrm = torch.zeros(R, K, dtype=self.dtype)
+        Gs = []
+        for i, (lay, (M, pt)) in enumerate(zip(self.stack.linears, st["blocks"])):
+            if i == 0:  # (R·out, N) @ (N, K·in'): every round's and configuration's gradient at once
+                F = self.X1.shape[1]
+                Y = (W.unsqueeze(-1) * self.X1.unsqueeze(0)).transpose(0, 1).reshape(N, K * F)
+                G = (M @ Y).view(R, lay.n_out, K, F)
+                dot += torch.einsum("rokf,rof->rk", G, pt)
+                nrm += (G * G).sum((1, 3))
+            else:  # (K, N) @ (N, R·F)
+                G = (W @ M).view(K, R, -1)
+                dot += (G * pt.unsqueeze(0)).sum(-1).T
+                nrm += (G * G).sum(-1).T
+            Gs.append(G)
+        tiny = torch.finfo(self.dtype).tiny ** 0.5
+        gnorm = nrm.sqrt().clamp_min(tiny)
+        pn = st["pnorm"].unsqueeze(1).clamp_min(tiny)
+        cos = dot / (gnorm * pn)
+        if not want_grad:
+            return cos, None
+        # ∂cos/∂W_kj = g_j·(p/(|G||p|) - cos G/|G|²) = a φ_j - b (g_j·G), summed over the rounds
+        a = 1.0 / (gnorm * pn)
+        b = cos / gnorm**2
+        grad = phi @ a  # (N, K)
+        for i, (lay, (M, _)) in enumerate(zip(self.stack.linears, st["blocks"])):
+            G = Gs[i]
+            if i == 0:
+                F = self.X1.shape[1]
+                H = (G * b.view(R, 1, K, 1)).reshape(R * lay.n_out, K * F)
+                grad -= ((M.T @ H).view(N, K, F) * self.X1.unsqueeze(1)).sum(-1)
+            else:
+                H = (G * b.T.unsqueeze(-1)).reshape(K, -1)
+                grad -= M @ H.T
+        return cos, grad.T
+
+
+def gradient_aia(
+    model: FLModel,
+    messages: ClientMessages,
+    X: Tensor,
+    y: Tensor,
+    attribute: SensitiveAttribute,
+    *,
+    round_sets: Sequence[Sequence[int]] | None = None,
+    learning_rates: Sequence[float] = GRAD_LEARNING_RATES,
+    iterations: int = 100,
+    temperature: float = 1.0,
+    patience: int | None = None,
+    tolerance: float = 0.0,
+    seed: int = 0,
+    max_cache_mb: float = 1024,
+    progress: bool = False,
+) -> GradientAIAResult:
+    """The gradient-based AIA of Chen et al. 2022 (Diana et al. eq. 2) for a grid of round
+    sets and learning rates, all optimised at once.
+
+    For every round set T and learning rate η, it maximises Σ_{t∈T} CosSim(∇_θ L(θ^t; s),
+    θ^t - θ_c^t) over the attributes s of the client's samples, where L(θ; s) is the client's
+    empirical risk with her public data and the attributes s, θ^t the model she received and
+    θ_c^t the model she returned. The discrete s is relaxed with the Gumbel-softmax trick
+    (Jang et al. 2017): logits ``(n, C)`` start at N(0, 1); each SGD iteration draws a hard
+    one-hot sample (straight-through, temperature ``temperature``) and steps the logits with
+    learning rate η. The virtual gradient of the sample is the mean of the per-sample gradients
+    at the sampled values, and the relaxation weights those per-sample gradients. The inferred
+    attribute is the argmax of the logits.
+
+    Args:
+        model: the trained architecture (linear layers and element-wise activations).
+        messages: the observed exchanges M_c (passive: :func:`flprivacy.threats.eavesdrop`;
+            active: the exchanges of the attack rounds). θ^t is ``sent``, θ_c^t ``returned``.
+        X, y: the client's samples; the sensitive columns of X are ignored.
+        attribute: where the attribute lives and its candidate values.
+        round_sets: candidate sets of rounds (round numbers as in ``messages.rounds``);
+            default :func:`first_rounds_sets` of all observed rounds (App. B.5).
+        learning_rates: SGD learning rates tried for every set (App. B.5: 10^2..10^6).
+        iterations: SGD iterations (the paper's code runs 100).
+        temperature: Gumbel-softmax temperature (App. B.5: 1).
+        patience, tolerance: early stopping. A configuration stops once, for ``patience``
+            iterations, its argmax assignment has stayed within ``tolerance`` (fraction of the
+            samples) of the assignment it had at the start of that window (None: always run
+            ``iterations``, as the paper does).
+        seed: seeds the initial logits and the Gumbel noise.
+        max_cache_mb: per-round statistics are computed once and kept if they fit in this
+            much memory, else recomputed at every iteration.
+
+    Returns:
+        :class:`GradientAIAResult` with one configuration per (set, learning rate).
+    """
+    if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be (n, p) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
+    attribute.check(X)
+    if iterations < 1 or temperature <= 0:
+        raise ValueError(f"need iterations >= 1 and temperature > 0; got {iterations}, {temperature}.")
+    if len(messages) == 0:
+        raise ValueError("gradient_aia needs at least one observed exchange (θ^t, θ_c^t).")
+    if round_sets is None:
+        round_sets = first_rounds_sets(messages.rounds)
+    round_sets = [tuple(int(r) for r in s) for s in round_sets]
+    where = {int(r): i for i, r in enumerate(messages.rounds.tolist())}
+    set_positions = []
+    for s in round_sets:
+        missing = [r for r in s if r not in where]
+        if not s or missing:
+            raise ValueError(
+                f"round set {s[:5]}{'...' if len(s) > 5 else ''} is empty or holds rounds not in the messages "
+                f"({missing[:5]}); observed rounds: {messages.rounds.tolist()[:10]}..."
+            )
+        set_positions.append(torch.tensor([where[r] for r in s], dtype=torch.long))
+    lrs = tuple(float(v) for v in learning_rates)
+    S, L, n, C = len(round_sets), len(lrs), X.shape[0], attribute.n_values
+    obj = GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
+                             max_cache_mb)
+    dtype = obj.dtype
+    gen = make_generator(seed)
+    K = S * L
+    set_of_config = torch.arange(S).repeat_interleave(L)
+    lr = torch.tensor(lrs, dtype=dtype).repeat(S)
+    set_size = torch.tensor([len(s) for s in round_sets], dtype=dtype)[set_of_config]
+    logits = torch.randn(K, n, C, generator=gen, dtype=dtype)
+    active = torch.ones(K, dtype=torch.bool)
+    ran = torch.zeros(K, dtype=torch.long)
+    assign = logits.argmax(-1)
+    ref, ref_it = assign.clone(), torch.zeros(K, dtype=torch.long)
+    for _ in tqdm(range(iterations), desc="gradient-based AIA", disable=not progress, leave=False):
+        idx = active.nonzero().squeeze(1)
+        if idx.numel() == 0:
+            break
+        u = torch.rand(idx.numel(), n, C, generator=gen, dtype=dtype).clamp_(1e-10, 1 - 1e-10)
+        soft = torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)
+        hard = torch.nn.functional.one_hot(soft.argmax(-1), C).to(dtype)
+        W = hard.permute(0, 2, 1).reshape(idx.numel(), C * n) / n
+        _, _, dW = obj.evaluate(W, idx, set_of_config)
+        dZ = (dW / n).view(-1, C, n).permute(0, 2, 1)  # straight-through: ∂/∂soft = ∂/∂hard
+        g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True)) / temperature  # softmax backward
+        logits[idx] -= lr[idx].view(-1, 1, 1) * g
+        ran[idx] += 1
+        assign[idx] = logits[idx].argmax(-1)
+        if patience is not None:
+            moved = (assign[idx] != ref[idx]).double().mean(1) > tolerance
+            ref[idx[moved]] = assign[idx[moved]]
+            ref_it[idx[moved]] = ran[idx[moved]]
+            active[idx[ran[idx] - ref_it[idx] >= patience]] = False
+    # the adversary's criterion: mean cosine similarity at the final (argmax) attributes
+    hard = torch.nn.functional.one_hot(assign, C).to(dtype)
+    W = hard.permute(0, 2, 1).reshape(K, C * n) / n
+    _, cos_sum, _ = obj.evaluate(W, torch.arange(K), set_of_config, want_grad=False)
+    return GradientAIAResult(
+        round_sets=round_sets, learning_rates=lrs, predictions=assign.view(S, L, n),
+        cosine=(cos_sum / set_size).view(S, L), iterations=ran.view(S, L),
+    )
+
+
+# ---- Model-w-O: the client's optimal local model -------------------------------------------------
+MODEL_WO_LEARNING_RATES: tuple[float, ...] = (1e-2, 1e-1, 1.0)
+"""Adam learning rates tried by :func:`optimal_local_model` (all at once)."""
+
+
+@dataclass
+class LocalOptimum:
+    """Result of :func:`optimal_local_model`: the best model and every candidate's final loss."""
+
+    theta: Tensor
+    loss: float
+    losses: Tensor  # (starts, learning rates)
+    steps: int
+
+
+def optimal_local_model(model: FLModel, X: Tensor, y: Tensor, starts: Tensor, **kwargs) -> LocalOptimum:
+    """θ_c^* = argmin_θ L_c(θ, D_c), approximately, for one client: see
+    :func:`optimal_local_models` (same arguments, one client)."""
+    return optimal_local_models(model, [(X, y)], [starts], **kwargs)[0]
+
+
+def optimal_local_models(
+    model: FLModel,
+    datasets: Sequence[tuple[Tensor, Tensor]],
+    starts: Sequence[Tensor],
+    *,
+    learning_rates: Sequence[float] = MODEL_WO_LEARNING_RATES,
+    max_steps: int = 5000,
+    pilot_steps: int = 100,
+    keep: int = 1,
+    tol: float = 1e-4,
+    check_every: int = 100,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+    chunk_rows: int = 2**13,
+) -> list[LocalOptimum]:
+    """Each client's optimal local model θ_c^* = argmin_θ L_c(θ, D_c), approximately:
+    full-batch Adam run to convergence on her data, the oracle of "Model-w-O" (Diana §5.3:
+    "running Adam for a very large number of iterations").
+
+    For every client, every start (warm starts such as her last returned model, or the active
+    attack's estimate) is run with every learning rate for ``pilot_steps``; her ``keep``
+    candidates with the lowest loss continue (successive halving) until ``max_steps`` or until
+    their loss improved by less than ``tol`` (relative) over ``check_every`` steps. The
+    candidate with the lowest training loss wins (the oracle knows the client's loss). An
+    over-parameterised network keeps lowering its training loss for a long time, so for an MLP
+    ``max_steps`` is the budget that defines "convergence". Clients are optimised together
+    (padded to a common size, in chunks of about ``chunk_rows`` rows, smallest first).
+
+    Args:
+        datasets: ``[(X_c, y_c)]`` of the clients.
+        starts: per client, ``(d,)`` or ``(S, d)`` initial models.
+    """
+    if len(datasets) != len(starts):
+        raise ValueError(f"give one start tensor per client: {len(datasets)} data sets, {len(starts)} starts.")
+    starts = [s.unsqueeze(0) if s.ndim == 1 else s for s in starts]
+    for (X, y), s in zip(datasets, starts):
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+        if s.shape[1] != model.dim:
+            raise ValueError(f"starts must have {model.dim} columns (the model's dimension), got {tuple(s.shape)}.")
+    try:
+        stack = LinearStack(model)
+    except NotImplementedError:
+        stack = None
+    out: list[LocalOptimum | None] = [None] * len(datasets)
+    order = sorted(range(len(datasets)), key=lambda c: datasets[c][0].shape[0])
+    L = len(learning_rates)
+    chunk: list[int] = []
+    for pos, c in enumerate(order):
+        chunk.append(c)
+        n_max = datasets[c][0].shape[0]
+        rows = n_max * sum(starts[k].shape[0] * L for k in chunk)
+        if rows >= chunk_rows or pos == len(order) - 1 or stack is None:
+            for k, res in zip(chunk, _adam_to_convergence(model, stack, [datasets[k] for k in chunk],
+                                                          [starts[k] for k in chunk], learning_rates, max_steps,
+                                                          pilot_steps, keep, tol, check_every, betas, eps)):
+                out[k] = res
+            chunk = []
+    return out  # type: ignore[return-value]
+
+
+def _adam_to_convergence(model, stack, datasets, starts, learning_rates, max_steps, pilot_steps, keep, tol,
+                         check_every, betas, eps) -> list[LocalOptimum]:
+    dtype = model.dtype
+    lrs = torch.tensor([float(v) for v in learning_rates], dtype=dtype)
+    L = lrs.numel()
+    owner_all = torch.cat([torch.full((s.shape[0] * L,), i) for i, s in enumerate(starts)])
+    theta0 = torch.cat([s.to(dtype).repeat_interleave(L, 0) for s in starts]).clone()
+    lr_all = torch.cat([lrs.repeat(s.shape[0]) for s in starts]).unsqueeze(1)
+    if stack is not None:
+        n_max = max(X.shape[0] for X, _ in datasets)
+        Xp = torch.zeros(len(datasets), n_max, datasets[0][0].shape[1], dtype=dtype)
+        yp = torch.zeros(len(datasets), n_max, dtype=datasets[0][1].dtype)
+        mask = torch.zeros(len(datasets), n_max, dtype=dtype)
+        for i, (X, y) in enumerate(datasets):
+            Xp[i, : X.shape[0]], yp[i, : X.shape[0]], mask[i, : X.shape[0]] = X, y, 1.0
+
+    def make_loss_grad(rows: Tensor):
+        """Loss and gradient of the candidates ``rows`` (data gathered once per compaction)."""
+        o = owner_all[rows]
+        if stack is not None:
+            Xr, yr, mr = Xp[o], yp[o], mask[o]
+            return lambda th: stack.loss_and_grad(th, Xr, yr, mr)
+
+        def lg(th: Tensor) -> tuple[Tensor, Tensor]:
+            res = [(model.loss(t, *datasets[i]).detach(), model.grad(t, *datasets[i])) for t, i in zip(th, o.tolist())]
+            return torch.stack([r[0] for r in res]), torch.stack([r[1] for r in res])
+        return lg
+
+    # the running candidates are kept compact: rows[j] is the original index of row j
+    rows = torch.arange(theta0.shape[0])
+    theta, lr = theta0.clone(), lr_all.clone()
+    m, v = torch.zeros_like(theta), torch.zeros_like(theta)
+    loss_grad = make_loss_grad(rows)
+    best_loss = torch.nan_to_num(loss_grad(theta)[0], nan=float("inf"))
+    best_theta = theta0.clone()
+    last_check = best_loss.clone()
+    b1, b2 = betas
+    step = 0
+    for step in range(1, max_steps + 1):
+        loss, g = loss_grad(theta)
+        better = (loss < best_loss[rows]).nonzero().squeeze(1)
+        best_loss[rows[better]] = loss[better]
+        best_theta[rows[better]] = theta[better]
+        m.mul_(b1).add_(g, alpha=1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        theta -= lr * (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt_() + eps)
+        keep_rows = torch.isfinite(theta).all(1)
+        if step == pilot_steps:  # successive halving: each client keeps her best `keep` candidates
+            for i in range(len(starts)):
+                mine = (owner_all[rows] == i).nonzero().squeeze(1)
+                ranked = mine[best_loss[rows[mine]].argsort()]
+                keep_rows[ranked[keep:]] = False
+        if step % check_every == 0:
+            stalled = best_loss[rows] > last_check[rows] * (1 - tol)
+            last_check[rows] = best_loss[rows]
+            keep_rows &= ~stalled
+        if not bool(keep_rows.all()):
+            rows, theta, lr, m, v = rows[keep_rows], theta[keep_rows], lr[keep_rows], m[keep_rows], v[keep_rows]
+            if rows.numel() == 0:
+                break
+            loss_grad = make_loss_grad(rows)
+    results = []
+    for i, s in enumerate(starts):
+        mine = (owner_all == i).nonzero().squeeze(1)
+        k = int(mine[torch.nan_to_num(best_loss[mine], nan=float("inf")).argmin()])
+        results.append(LocalOptimum(theta=best_theta[k].clone(), loss=float(best_loss[k]),
+                                    losses=best_loss[mine].view(s.shape[0], L).clone(), steps=step))
+    return results

@@ -1,0 +1,124 @@
+"""The book-wide switches: experiment scale and seeding.
+
+Every experiment in the book runs at one of two scales, chosen by the environment variable
+``FLPRIVACY_SCALE``:
+
+``quick`` (default)
+    fewer rounds, seeds and trials; seconds to a couple of minutes on a laptop CPU. The tests
+    and the default book build use it.
+``paper``
+    the settings of the paper being reproduced; may take hours.
+
+The base seed of every chapter comes from ``FLPRIVACY_SEED`` (:func:`base_seed`). The names
+``FEDLEAK_*`` of the package's former name are still read, with a deprecation warning.
+
+Chapters never edit numbers to change scale; they ask :func:`at_scale` for the value of the
+current scale.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import warnings
+from typing import TypeVar
+
+import numpy as np
+import torch
+
+T = TypeVar("T")
+
+SCALES = ("quick", "paper")
+SCALE_ENV = "FLPRIVACY_SCALE"
+SEED_ENV = "FLPRIVACY_SEED"
+DEFAULT_SEED = 0
+_OLD_PREFIX, _NEW_PREFIX = "FEDLEAK_", "FLPRIVACY_"
+
+
+def env(name: str, default: str = "") -> str:
+    """Read the environment variable ``name`` (a ``FLPRIVACY_*`` name), stripped.
+
+    The package was called ``fedleak`` before; for one release the old ``FEDLEAK_*`` name is
+    still read when the new one is unset, with a :class:`FutureWarning` asking to rename it.
+    """
+    if not name.startswith(_NEW_PREFIX):
+        raise ValueError(f"name={name!r}: expected a variable named {_NEW_PREFIX}*")
+    if name in os.environ:
+        return os.environ[name].strip()
+    old = _OLD_PREFIX + name[len(_NEW_PREFIX):]
+    if old in os.environ:
+        warnings.warn(f"{old} is deprecated (the package is now flprivacy); set {name} instead.",
+                      FutureWarning, stacklevel=2)
+        return os.environ[old].strip()
+    return default
+
+
+def base_seed() -> int:
+    """The book's base seed: ``$FLPRIVACY_SEED`` (default 0).
+
+    Every chapter draws all its random instances from this seed (through :func:`child_seed`),
+    and its checks hold for any value: ``make test-seeds`` runs every notebook under other seeds.
+
+    Raises:
+        ValueError: if the variable is not a non-negative integer.
+    """
+    value = env(SEED_ENV, str(DEFAULT_SEED)) or str(DEFAULT_SEED)
+    try:
+        seed = int(value)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise ValueError(f"{SEED_ENV}={value!r} is not a non-negative integer; "
+                         f"set e.g. `export {SEED_ENV}=1` or unset it for {DEFAULT_SEED}.")
+    return seed
+
+
+def scale() -> str:
+    """Return the experiment scale, ``"quick"`` (default) or ``"paper"``.
+
+    Raises:
+        ValueError: if ``FLPRIVACY_SCALE`` holds anything else.
+    """
+    raw = env(SCALE_ENV, "quick")
+    value = raw.lower() or "quick"
+    if value not in SCALES:
+        raise ValueError(
+            f"{SCALE_ENV}={raw!r} is not a known scale; "
+            f"set it to one of {SCALES} (e.g. `export {SCALE_ENV}=paper`) or unset it for 'quick'."
+        )
+    return value
+
+
+def at_scale(quick: T, paper: T) -> T:
+    """Return ``quick`` or ``paper`` according to :func:`scale`.
+
+    Example: ``rounds = at_scale(quick=30, paper=300)``.
+    """
+    return paper if scale() == "paper" else quick
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators.
+
+    Library functions take explicit seeds or generators; this is for notebook cells that use
+    the global generators (e.g. a module's default initialisation).
+    """
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def generator(seed: int) -> torch.Generator:
+    """A fresh CPU ``torch.Generator`` seeded with ``seed``."""
+    g = torch.Generator()
+    g.manual_seed(int(seed))
+    return g
+
+
+def child_seed(seed: int, *keys: int) -> int:
+    """A seed derived from ``seed`` and integer ``keys`` (e.g. a client index).
+
+    Independent streams per client keep a client's randomness unchanged when, for example,
+    another client is added or the sampling of clients changes. Uses NumPy's ``SeedSequence``.
+    """
+    return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0] % 2**63)

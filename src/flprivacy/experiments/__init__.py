@@ -1,0 +1,153 @@
+"""Committed experiment scripts and their result files.
+
+Each script is run as ``python -m flprivacy.experiments.<name>``, writes its numbers with
+:func:`save_result` into ``book/results/<name>.json`` (committed, with the command that
+made it), and chapters read them back with :func:`load_result`. Numbers in the book come
+either from a chapter's own code or from such a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import SCALE_ENV, SCALES, SEED_ENV, scale
+
+
+def results_dir() -> Path:
+    """``book/results`` in the project checkout."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / "pyproject.toml").is_file():
+        raise FileNotFoundError(
+            "experiment results live in book/results of a flprivacy checkout; run from a clone of the project."
+        )
+    return root / "book" / "results"
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+    }
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--threads N`` (default 1) to an experiment's command line; see :func:`use_threads`."""
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: the operations are small, and extra threads on a busy "
+                             "machine slow them down; 0 keeps torch's choice)")
+
+
+def use_threads(args: argparse.Namespace) -> None:
+    """Apply the ``--threads`` option of :func:`add_threads_option`."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+
+def result_path(name: str, scale_: str | None = None) -> Path:
+    """Path of the result file ``name`` at scale ``scale_`` (default: the current scale).
+
+    Paper-scale (and scale-independent ``"fixed"``) results are ``book/results/<name>.json``;
+    a quick-scale run writes ``<name>_quick.json`` instead, so that it can never overwrite
+    the committed paper-scale file.
+    """
+    s = scale() if scale_ is None else scale_
+    if s not in (*SCALES, "fixed"):
+        raise ValueError(f"scale_={s!r}: expected one of {(*SCALES, 'fixed')}")
+    return results_dir() / (f"{name}.json" if s in ("paper", "fixed") else f"{name}_{s}.json")
+
+
+def run_command() -> str:
+    """The command line that is running now, as a reader would type it to repeat it.
+
+    A module run with ``python -m`` is named by its module; the scale and seed variables that
+    are set are written in front of it.
+    """
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    prog = f"python -m {spec.name}" if spec is not None and spec.name else "python " + sys.argv[0]
+    envs = " ".join(f"{k}={os.environ[k]}" for k in (SCALE_ENV, SEED_ENV) if k in os.environ)
+    return " ".join(x for x in (envs, prog, *map(shlex.quote, sys.argv[1:])) if x)
+
+
+def git_commit() -> str:
+    """The project's commit (``<sha>`` or ``<sha>+dirty``), or ``"unknown"`` outside a git checkout."""
+    root = Path(__file__).resolve().parents[3]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "src"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: str | None = None) -> Path:
+    """Write ``data`` (JSON-serialisable) to :func:`result_path` with its provenance.
+
+    The record holds the command actually run (:func:`run_command`), the scale, the seeds, the
+    UTC date and time, the library version, the git commit and the machine. A quick-scale run
+    writes ``<name>_quick.json`` and never touches the paper-scale file.
+
+    Args:
+        name: result name (file stem), e.g. ``"part2_leaf_table1"``.
+        data: JSON-serialisable numbers.
+        seeds: the seeds the run used (``None`` only for runs without randomness).
+        scale_: ``"quick"``, ``"paper"`` or ``"fixed"`` (settings that do not depend on the scale,
+            e.g. benchmarks); default the current scale.
+    """
+    from .. import __version__
+
+    s = scale() if scale_ is None else scale_
+    path = result_path(name, s)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "name": name,
+        "command": run_command(),
+        "scale": s,
+        "seeds": None if seeds is None else [int(x) for x in seeds],
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "version": __version__,
+        "commit": git_commit(),
+        "machine": machine(),
+        "data": data,
+    }
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def load_result(name: str, scale_: str = "paper") -> dict[str, Any]:
+    """Read a committed result file of scale ``scale_`` (default ``"paper"``).
+
+    Raises:
+        FileNotFoundError: naming the command that produces the file.
+        ValueError: if the file records another scale than the one asked for.
+    """
+    path = result_path(name, scale_)
+    if not path.is_file():
+        env = f"{SCALE_ENV}={scale_} " if scale_ == "paper" else ""
+        raise FileNotFoundError(
+            f"result file {path} not found; produce it with `{env}python -m flprivacy.experiments.<script>` "
+            "(the chapter names the exact command and scale)."
+        )
+    record = json.loads(path.read_text())
+    if record.get("scale") != scale_:
+        raise ValueError(f"{path} records scale {record.get('scale')!r}, not the {scale_!r} asked for; "
+                         f"rerun its command at {SCALE_ENV}={scale_}.")
+    return record

@@ -1,0 +1,46 @@
+"""The book-wide switches: scale, base seed, the deprecated FEDLEAK_* names, result-file paths."""
+
+import json
+
+import pytest
+
+from flprivacy import config
+from flprivacy.experiments import load_result, result_path, save_result
+
+
+def test_base_seed_default_and_override(monkeypatch):
+    monkeypatch.delenv("FLPRIVACY_SEED", raising=False)
+    monkeypatch.delenv("FEDLEAK_SEED", raising=False)
+    assert config.base_seed() == config.DEFAULT_SEED
+    monkeypatch.setenv("FLPRIVACY_SEED", "7")
+    assert config.base_seed() == 7
+
+
+@pytest.mark.parametrize("bad", ["-1", "one", "1.5"])
+def test_base_seed_rejects_bad_values_naming_the_variable(monkeypatch, bad):
+    monkeypatch.setenv("FLPRIVACY_SEED", bad)
+    with pytest.raises(ValueError, match="FLPRIVACY_SEED"):
+        config.base_seed()
+
+
+def test_old_names_are_read_with_a_deprecation_warning(monkeypatch):
+    monkeypatch.delenv("FLPRIVACY_SCALE", raising=False)
+    monkeypatch.setenv("FEDLEAK_SCALE", "paper")
+    with pytest.warns(FutureWarning, match="FLPRIVACY_SCALE"):
+        assert config.scale() == "paper"
+    monkeypatch.setenv("FLPRIVACY_SCALE", "quick")  # the new name wins
+    assert config.scale() == "quick"
+
+
+def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
+    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setenv("FLPRIVACY_SCALE", "quick")
+    quick = save_result("demo", {"x": 1}, seeds=[3])
+    assert quick.name == "demo_quick.json" and not (tmp_path / "demo.json").exists()
+    record = json.loads(quick.read_text())
+    assert record["scale"] == "quick" and record["seeds"] == [3]
+    assert {"command", "date", "version", "commit", "machine"} <= record.keys()
+    with pytest.raises(FileNotFoundError):
+        load_result("demo")  # the paper-scale file does not exist
+    assert load_result("demo", "quick")["data"] == {"x": 1}
+    assert result_path("demo", "paper").name == "demo.json"
