@@ -24,10 +24,11 @@ ifneq ($(strip $(FLPRIVACY_DATA_DIR)),)
 endif
 export PYTHONHASHSEED := 0
 
-.PHONY: help install book test test-seeds clean
+.PHONY: help install book book-fresh browser test test-seeds clean
 
 help:
-	@echo "make book   - install, execute the chapters and build the HTML book into _build/html"
+	@echo "make book   - install, execute the chapters whose code changed and build the HTML book into _build/html"
+	@echo "make book-fresh - the same, re-executing every chapter"
 	@echo "make test   - install, then run unit tests and every notebook (pytest + nbval)"
 	@echo "make test-seeds - run every notebook again under two other base seeds (FLPRIVACY_SEED=1, 2)"
 	@echo "make clean  - remove the built book"
@@ -42,14 +43,37 @@ $(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# Fast rebuilds: jupyter-cache (_build/.jupyter_cache) re-executes only the chapters whose code
+# changed. It cannot see the library, the pinned versions, the scale, the seed or the data
+# folder, so the cache is emptied whenever one of those changes (their fingerprint is kept in
+# _build/.book-inputs). A failing chapter stops the build, naming the chapter, cell and error.
+BOOK_INPUTS = { cat requirements.txt pyproject.toml $$(find src -name '*.py' | sort); \
+                echo "$${FLPRIVACY_SCALE:-} $${FLPRIVACY_SEED:-} $${FLPRIVACY_DATA_DIR:-}"; } | sha256sum | cut -c1-16
+
 book: install
-	rm -rf _build/.jupyter_cache
-	$(BIN)/jupyter-book build --all -W -n --keep-going .
+	@mkdir -p _build; now=$$($(BOOK_INPUTS)); \
+	if [ "$$now" != "$$(cat _build/.book-inputs 2>/dev/null)" ]; then \
+	  echo "library, versions, scale, seed or data folder changed: executing every chapter"; \
+	  rm -rf _build/.jupyter_cache; fi; \
+	$(BIN)/jupyter-book build --all -W -n --keep-going . && echo "$$now" > _build/.book-inputs
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
+
+book-fresh:
+	rm -rf _build/.jupyter_cache _build/.book-inputs
+	$(MAKE) book
+
+# The browser test (tests/test_site.py) needs Debian's chromium; the set-up installs it where it
+# can (root with apt-get), and the test is skipped with its reason elsewhere (it fails in CI).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium not installed and not root: the browser test will be skipped"; fi; }
 
 # pytest runs two workers (pyproject.toml); one math thread each keeps them from fighting over
 # the cores (set OMP_NUM_THREADS yourself to override).
-test: install
+test: install browser
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest
 
 # The chapters' checks must hold for any seed: run every notebook under two other base seeds.
