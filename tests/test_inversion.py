@@ -396,6 +396,9 @@ def test_curious_client_upper_bound_replays_the_true_clients():
     X = torch.cat([c.X for c in clients])
     true_upper = replay_update(model, theta, X, y, lr=0.3, steps=3, client_sizes=[2, 3]).detach()
     true_super = replay_update(model, theta, X, y, lr=0.3, steps=3).detach()
-    # float32 (unit roundoff u = 6e-8): the same operations in a different order, √(10^6 ops) u ≈ 1e-4
-    assert (true_upper - target).norm() < 1e-4 * target.norm()
-    assert (true_super - target).norm() > 1e-2 * target.norm()
+    # float32: the stored models are exact to ε per coordinate, so a difference of two models is off
+    # by at most ε(‖θ^t‖ + ‖θ^{t+1}‖); the target and the replay are each such a difference
+    theta_next = view.consecutive(0)[1]
+    bound = 2 * torch.finfo(theta.dtype).eps * (theta.norm() + theta_next.norm())
+    assert (true_upper - target).norm() <= bound
+    assert (true_super - target).norm() > 100 * bound

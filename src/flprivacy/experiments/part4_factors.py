@@ -243,7 +243,13 @@ def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: b
     # with the replay the attack inverts (the same client_sizes). For the App. F upper bound it
     # is FedAvg itself (eq. 2), so only rounding is left; for the super-client (eq. 3) it is
     # Lemma 1's divergence δ(τ) relative to the update (0 at τ = 1).
+    # Rounding alone: each stored model is exact to machine epsilon ε per coordinate, so the
+    # difference of two models (the target, and the replay's θ - θ') is off by at most
+    # ε (‖θ^t‖ + ‖θ^{t+1}‖) in norm; twice that, relative to the update, bounds the replay error
+    # of an exact replay (the rest of the rounding is at the scale of the update itself).
     replay_error = None
+    eps = torch.finfo(theta_t.dtype).eps
+    rounding_bound = float(2 * eps * (theta_t.norm() + theta_next.norm()) / (theta_t - theta_next).norm())
     if case.n_guess is None:
         replayed = replay_update(model, theta_t, X, y, lr=case.fl_lr, steps=case.tau, client_sizes=client_sizes)
         replay_error = float((replayed.detach() - target).norm() / target.norm())
@@ -259,7 +265,8 @@ def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: b
     own = quality(rec.images, clients[0].X)
     out = dict(case=asdict(case), K=case.K, N=case.N, attack=asdict(attack), seconds=time.perf_counter() - t0,
                seconds_per_iteration=rec.seconds_per_iteration, label_count_accuracy=label_accuracy,
-               final_loss=rec.loss[-1], own_ssim=own.summary()["ssim"], replay_error=replay_error)
+               final_loss=rec.loss[-1], own_ssim=own.summary()["ssim"], replay_error=replay_error,
+               replay_rounding_bound=rounding_bound)
     if q is not None:
         out.update(ssim=q.summary()["ssim"], psnr=q.summary()["psnr"], mse=q.summary()["mse"],
                    ssim_per_image=[round(v, 4) for v in q.ssim.tolist()],
@@ -295,7 +302,7 @@ def frame(results: list[dict], per_image: bool = False):
             rows += [{**base, "image": i, "ssim": v} for i, v in enumerate(r["ssim_per_image"])]
         else:
             rows.append({**base, **{k: r.get(k) for k in ("ssim", "psnr", "mse", "own_ssim", "peer_ssim",
-                                                          "label_count_accuracy", "replay_error", "seconds",
+                                                          "label_count_accuracy", "replay_error", "replay_rounding_bound", "seconds",
                                                           "seconds_per_iteration")}})
     return pd.DataFrame(rows)
 
