@@ -287,3 +287,118 @@ def test_dlg_init_is_uniform_and_seeded():
     assert torch.equal(a, b) and a.abs().max() <= 0.5 and a.shape == (model.dim,)
     assert not torch.equal(a, dlg_init(model, 1))
     assert dlg_init(FLModel(LeNet5().double(), "cross_entropy"), 0).dtype == torch.float64
+
+
+# ---- checks that bite: each equation against an independent reference ------------------------------
+def _keys_bicubic_reference(z, out_h, out_w, a=-0.75):
+    """Bicubic upsampling written from Keys (1981): cubic convolution kernel with a = -0.75 (the
+    value of PyTorch and OpenCV), pixel-centre sampling (source x = (i + 0.5) s - 0.5) and
+    replicated borders; separable in rows and columns. numpy, independent of torch."""
+    import numpy as np
+
+    def kernel(t):
+        t = abs(t)
+        if t <= 1:
+            return (a + 2) * t**3 - (a + 3) * t**2 + 1
+        if t < 2:
+            return a * t**3 - 5 * a * t**2 + 8 * a * t - 4 * a
+        return 0.0
+
+    def matrix(n_in, n_out):
+        M = np.zeros((n_out, n_in))
+        for i in range(n_out):
+            x = (i + 0.5) * n_in / n_out - 0.5
+            x0 = int(np.floor(x))
+            for j in range(x0 - 1, x0 + 3):
+                M[i, min(max(j, 0), n_in - 1)] += kernel(x - j)
+        return M
+
+    z = np.asarray(z, dtype=np.float64)
+    Mh, Mw = matrix(z.shape[-2], out_h), matrix(z.shape[-1], out_w)
+    return np.einsum("ah,nchw,bw->ncab", Mh, z, Mw)
+
+
+def test_decode_dummy_is_keys_bicubic_at_pixel_centres():
+    """§4 (after Yue et al. 2023): the dummy is upsampled bicubically; against a numpy reference."""
+    z = dummy_latent(2, (3, 28, 28), scale_factor=4, generator=torch.Generator().manual_seed(0)).double()
+    ref = torch.from_numpy(_keys_bicubic_reference(z.numpy(), 28, 28))
+    # both are the same finite sum of products in float64: agreement to ~1e-15, 1e-12 is generous
+    torch.testing.assert_close(decode_dummy(z, (3, 28, 28)), ref, rtol=0, atol=1e-12)
+
+
+def test_total_variation_counts_both_directions():
+    edge = torch.zeros(1, 1, 4, 4)
+    edge[..., 2:, :] = 1.0  # one horizontal edge: 4 of the 12 vertical differences are 1
+    assert total_variation(edge).item() == pytest.approx(4 / 12)
+    both = torch.zeros(1, 1, 4, 4)
+    both[..., 2:, 2:] = 1.0  # a corner: 2 of 12 horizontal and 2 of 12 vertical differences
+    assert total_variation(both).item() == pytest.approx(4 / 12)
+
+
+def test_l2_distance_is_the_squared_norm():
+    """DLG / Wilson eq. 3: D = ‖pred - target‖², not a mean nor an unsquared norm."""
+    assert update_distance(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 2.0])).item() == pytest.approx(5.0)
+    a, b = torch.tensor([1.0, 2.0, 2.0]), torch.tensor([0.0, 0.0, 0.0])
+    assert update_distance(a, b).item() == pytest.approx(9.0)
+    # cosine: 1 - cos, so 2 for opposite vectors
+    assert update_distance(a, -a, "cosine").item() == pytest.approx(2.0)
+
+
+def test_dlg_init_is_centred():
+    """U[-s, s]: mean 0 with standard deviation s/√3 per weight, so the mean of d weights lies
+    within 5 s/√(3d) of 0 except with probability < 1e-6; both signs occur."""
+    model = lenet5()
+    th = dlg_init(model, 3).double()
+    assert abs(th.mean().item()) < 5 * 0.5 / (3 * th.numel()) ** 0.5
+    assert th.min() < -0.49 and th.max() > 0.49 and th.abs().max() <= 0.5
+
+
+def _federation(server_lr=1.0, lr=0.3, tau=3, sizes=(2, 3)):
+    model = lenet5(image_size=16)
+    g = torch.Generator().manual_seed(4)
+    clients = [ClientData(torch.rand(n, 1, 16, 16, generator=g), torch.randint(0, 10, (n,), generator=g)) for n in sizes]
+    run = run_fedavg(model, clients, rounds=2, local=LocalSGD(lr=lr, steps=tau), server_lr=server_lr,
+                     theta0=dlg_init(model, 0))
+    return model, clients, run
+
+
+def test_curious_client_target_is_the_weighted_average_of_the_clients_updates():
+    """eq. 2: (W^t - W^{t+1}) / η_g = Σ_k N_k/N (θ - θ_k). The attack's first objective value
+    (same dummy, L2) must be the one of inverting the true average, computed from the clients'
+    messages the attacker never sees; with η_g = 0.5 a target multiplied by η_g instead of divided
+    changes it by a factor ~4."""
+    model, clients, run = _federation(server_lr=0.5, lr=0.03)
+    N = sum(c.n for c in clients)
+    hidden = sum(c.n / N * (e.sent - e.returned) for c, e in zip(clients, [run.log.exchange(0, k) for k in range(2)]))
+    y = torch.cat([c.y for c in clients])
+    kw = dict(image_shape=(1, 16, 16), labels=y, iterations=1, scale_factor=1, seed=2)
+    rec = curious_client_attack(model, curious_client(run.log, 0), 0, local_lr=0.03, local_steps=3, **kw)
+    ref = invert_update(model, run.log.exchange(0, 0).sent, hidden.detach(), lr=0.03, steps=3, **kw)
+    assert rec.loss[0] == pytest.approx(ref.loss[0], rel=1e-4)  # float32 rounding of two routes to the same target
+
+
+def test_curious_client_upper_bound_replays_the_true_clients():
+    """App. F: with client_sizes the attack replays the K clients (eq. 2), not the super-client
+    (eq. 3). With τ = 3 and η = 0.3 the two replays of the same dummy differ (Lemma 1), so the first
+    objective values tell them apart."""
+    model, clients, run = _federation()
+    view = curious_client(run.log, 0)
+    y = torch.cat([c.y for c in clients])
+    kw = dict(image_shape=(1, 16, 16), labels=y, iterations=1, scale_factor=1, seed=2, local_lr=0.3, local_steps=3)
+    upper = curious_client_attack(model, view, 0, client_sizes=[2, 3], **kw)
+    sup = curious_client_attack(model, view, 0, **kw)
+    theta, target = view.consecutive(0)[0], view.averaged_update(0)
+    ref = invert_update(model, theta, target, image_shape=(1, 16, 16), labels=y, iterations=1, scale_factor=1, seed=2,
+                        lr=0.3, steps=3, client_sizes=[2, 3])
+    assert upper.loss[0] == pytest.approx(ref.loss[0], rel=1e-5)
+    assert abs(upper.loss[0] - sup.loss[0]) > 1e-3 * upper.loss[0]
+    # at the true images the upper bound's replay is FedAvg's update itself, the super-client's is not
+    X = torch.cat([c.X for c in clients])
+    true_upper = replay_update(model, theta, X, y, lr=0.3, steps=3, client_sizes=[2, 3]).detach()
+    true_super = replay_update(model, theta, X, y, lr=0.3, steps=3).detach()
+    # float32: the stored models are exact to ε per coordinate, so a difference of two models is off
+    # by at most ε(‖θ^t‖ + ‖θ^{t+1}‖); the target and the replay are each such a difference
+    theta_next = view.consecutive(0)[1]
+    bound = 2 * torch.finfo(theta.dtype).eps * (theta.norm() + theta_next.norm())
+    assert (true_upper - target).norm() <= bound
+    assert (true_super - target).norm() > 100 * bound

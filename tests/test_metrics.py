@@ -93,3 +93,45 @@ def test_quality_summary_and_errors():
         mse(truth, truth[:, :1])
     with pytest.raises(ValueError, match="4-d"):
         ssim(truth[0], truth[0])
+
+
+def _ssim_reference(a, b, L=1.0, win=7):
+    """SSIM of Wang et al. (2004) written from the paper, as scikit-image's default applies it:
+    uniform win x win window, sample (co)variances (÷ (n-1)), C1 = (0.01 L)², C2 = (0.03 L)²,
+    averaged over every window position fully inside the image. numpy loops."""
+    import numpy as np
+
+    C1, C2 = (0.01 * L) ** 2, (0.03 * L) ** 2
+    vals = []
+    for i in range(a.shape[0] - win + 1):
+        for j in range(a.shape[1] - win + 1):
+            x, y = a[i:i + win, j:j + win].ravel(), b[i:i + win, j:j + win].ravel()
+            mx, my = x.mean(), y.mean()
+            vx, vy = x.var(ddof=1), y.var(ddof=1)
+            cxy = ((x - mx) * (y - my)).sum() / (x.size - 1)
+            vals.append((2 * mx * my + C1) * (2 * cxy + C2) / ((mx**2 + my**2 + C1) * (vx + vy + C2)))
+    return float(np.mean(vals))
+
+
+def test_ssim_against_wang_et_al_written_out():
+    """Grey and colour (mean over channels), data range 1 and 255."""
+    x, y = images(1, 3, 12, 12, 5), images(1, 3, 12, 12, 6)
+    y = 0.5 * x + 0.5 * y  # correlated, so that every term matters
+    ref = sum(_ssim_reference(x[0, c].double().numpy(), y[0, c].double().numpy()) for c in range(3)) / 3
+    assert math.isclose(ssim(x, y).item(), ref, rel_tol=1e-9)
+    x255, y255 = 255 * x[:, :1].double(), 255 * y[:, :1].double()
+    ref255 = _ssim_reference(x255[0, 0].numpy(), y255[0, 0].numpy(), L=255)
+    assert math.isclose(ssim(x255, y255, data_range=255).item(), ref255, rel_tol=1e-9)
+
+
+def test_psnr_with_another_data_range():
+    x = torch.zeros(1, 1, 4, 4)
+    y = torch.full((1, 1, 4, 4), 25.5)
+    # 10 log10(255² / 25.5²) = 20 dB
+    torch.testing.assert_close(psnr(x, y, data_range=255.0), torch.tensor([20.0], dtype=torch.float64))
+
+
+def test_quality_clips_reconstructions_to_the_data_range():
+    truth = images(2, 1, 8, 8)
+    q = quality(torch.full_like(truth, 3.0), truth, match=False)
+    torch.testing.assert_close(q.mse, ((1 - truth.double()) ** 2).flatten(1).mean(1))

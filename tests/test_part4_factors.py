@@ -14,6 +14,15 @@ def test_quick_grid_is_small_and_covers_every_factor(monkeypatch):
     assert {"clients", "batch", "local_iterations", "uneven", "server_lr", "n_images"} <= groups
     assert sum(estimated_cost(c) for c in cases) < 2000  # about a minute of attack iterations
     assert len({c.key() for c in cases}) == len(cases)
+    # every trend is run on two seeds derived from the book's base seed, which changes them
+    assert len({c.seed for c in cases if c.group == "clients"}) == 2
+    monkeypatch.setenv("FLPRIVACY_SEED", "1")
+    assert {c.seed for c in grid()}.isdisjoint({c.seed for c in cases})
+    # App. F: every upper-bound case has its super-client twin, at τ > 1 and at τ = 1
+    for c in (c for c in cases if c.variant == "upper"):
+        assert c.tau > 1 and c.K > 1
+        assert any(d.variant == "super" and d.sizes == c.sizes and d.fl_lr == c.fl_lr and d.seed == c.seed
+                   and d.tau in (1, c.tau) for d in cases)
 
 
 def test_paper_grid_matches_the_papers_settings(monkeypatch):
@@ -63,3 +72,18 @@ def test_estimated_cost_grows_with_images_and_steps(variant):
     small = Case("x", (16, 16), tau=1, variant=variant)
     assert estimated_cost(small) < estimated_cost(Case("x", (16, 16), tau=3, variant=variant))
     assert estimated_cost(small) < estimated_cost(Case("x", (32, 32), tau=1, variant=variant))
+
+
+def test_upper_bound_replays_fedavg_and_the_super_client_does_not(data_file):
+    """App. F: the upper bound's replayed update at the true images is FedAvg's (eq. 2) up to
+    float32 rounding of the stored models (``replay_rounding_bound``, 2ε(‖θ^t‖ + ‖θ^{t+1}‖)/‖U‖);
+    the super-client's (eq. 3) differs by Lemma 1's δ(τ), which at τ = 3 and η = 0.3 is a sizeable
+    fraction of the update (required: 100 times the rounding bound), and vanishes at τ = 1. This is
+    what catches an "upper bound" that replays the super-client."""
+    data_file("mnist/t10k-images-idx3-ubyte.gz")
+    upper = run_case(Case("t", (4, 4), tau=3, fl_lr=0.3, variant="upper"), AttackConfig(iterations=1))
+    sup = run_case(Case("t", (4, 4), tau=3, fl_lr=0.3), AttackConfig(iterations=1))
+    one = run_case(Case("t", (4, 4), tau=1, fl_lr=0.3), AttackConfig(iterations=1))
+    assert upper["replay_error"] <= upper["replay_rounding_bound"] < 1e-3
+    assert one["replay_error"] <= one["replay_rounding_bound"] < 1e-3
+    assert sup["replay_error"] > 100 * sup["replay_rounding_bound"]

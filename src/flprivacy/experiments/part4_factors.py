@@ -26,12 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 import torch
 
-from ..config import at_scale, child_seed, generator, scale
+from ..config import at_scale, base_seed, child_seed, generator, scale
 from ..data import load_mnist
 from ..federation import ClientData, LocalSGD, run_fedavg
 from ..metrics import quality
@@ -112,15 +113,39 @@ class Case:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def grid() -> list[Case]:
-    """The cases of the current scale (quick: a few small ones; paper: the factor analysis).
+def quick_grid(seeds: Sequence[int]) -> list[Case]:
+    """The live grid a chapter runs in about a minute: the cases that test the paper's trends.
 
-    The paper grid is sized to finish in about two hours on a shared 2-core machine: one seed
-    per setting (two for Fig. 5 up to K = 8), Wilson et al.'s values of each factor where they
-    are given, fewer where a full cross product would cost hours (costs grow with N·τ).
+    Eight images per client (Wilson et al. use 16) so that every case stays cheap. For every
+    seed: Fig. 5 (K = 2 against K = 4), Fig. 6 left (8 against 32 images per client at K = 2),
+    and Fig. 6 right / App. F at the stress learning rate η = 0.3 (τ = 1 against τ = 3, the
+    super-client and the upper bound; Lemma 1's error is 100 times larger than at η = 0.03, so
+    that it shows within the short budget). For the first seed only: App. D (uneven 11 / 5
+    against 8 / 8, the same 16 images), App. B (η_g guessed x0.5, x1, x2 with the paper's L2
+    objective; N guessed 24 against the true 16).
     """
     cases: list[Case] = []
-    for s in at_scale(quick=[0], paper=[0, 1]):  # Fig. 5 / Fig. 4: number of clients, 16 images each, τ = 3
+    for s in seeds:
+        cases += [Case("clients", (8,) * K, seed=s) for K in (2, 4)]
+        cases.append(Case("batch", (32, 32), seed=s))
+        cases.append(Case("local_iterations", (8, 8), tau=1, fl_lr=0.3, seed=s))
+        cases.append(Case("local_iterations", (8, 8), tau=3, fl_lr=0.3, seed=s))
+        cases.append(Case("local_iterations", (8, 8), tau=3, fl_lr=0.3, variant="upper", seed=s))
+        cases.append(Case("uneven", (11, 5), seed=s))
+    s = seeds[0]
+    cases += [Case("server_lr", (8, 8), server_lr_guess=r, distance="l2", tv=0.0, seed=s) for r in (0.5, 1.0, 2.0)]
+    cases.append(Case("n_images", (8, 8), n_guess=24, seed=s))
+    return cases
+
+
+def grid(seeds: Sequence[int] | None = None) -> list[Case]:
+    """The cases of the current scale: :func:`quick_grid` (seeds default to two children of the
+    book's base seed) or the paper-scale factor analysis (seeds 0 and 1)."""
+    if scale() != "paper":
+        return quick_grid(list(seeds) if seeds is not None else [child_seed(base_seed(), 4, s) for s in range(2)])
+    seeds = [0, 1] if seeds is None else list(seeds)
+    cases: list[Case] = []
+    for s in seeds:  # Fig. 5 / Fig. 4: number of clients, 16 images each, τ = 3
         cases += [Case("clients", (16,) * K, seed=s) for K in at_scale(quick=[2], paper=[2, 4, 8])]
     cases += [Case("clients", (16,) * 16)] if scale() == "paper" else []
     batch = at_scale(quick={2: [8, 32]}, paper={2: [8, 16, 32, 64], 4: [8, 16, 32, 64], 8: [8, 16]})
@@ -192,7 +217,7 @@ def make_federation(sizes, *, tau: int, fl_lr: float, seed: int):
 
 def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: bool = False) -> dict:
     """Run one case; return its settings, timings, label-restoration accuracy and quality."""
-    from ..attacks.inversion import curious_client_attack, labels_from_counts, restore_label_counts
+    from ..attacks.inversion import curious_client_attack, labels_from_counts, replay_update, restore_label_counts
 
     attack = attack or default_attack()
     model, clients, run = make_federation(case.sizes, tau=case.tau, fl_lr=case.fl_lr, seed=case.seed)
@@ -214,6 +239,20 @@ def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: b
         labels, client_sizes = y.sort().values, None
     else:  # a guessed N: the labels can only come from the restoration with that N
         labels, client_sizes = labels_from_counts(counts), None
+    # The attacker's model of the update, evaluated at the true images: ‖replay - target‖ / ‖target‖
+    # with the replay the attack inverts (the same client_sizes). For the App. F upper bound it
+    # is FedAvg itself (eq. 2), so only rounding is left; for the super-client (eq. 3) it is
+    # Lemma 1's divergence δ(τ) relative to the update (0 at τ = 1).
+    # Rounding alone: each stored model is exact to machine epsilon ε per coordinate, so the
+    # difference of two models (the target, and the replay's θ - θ') is off by at most
+    # ε (‖θ^t‖ + ‖θ^{t+1}‖) in norm; twice that, relative to the update, bounds the replay error
+    # of an exact replay (the rest of the rounding is at the scale of the update itself).
+    replay_error = None
+    eps = torch.finfo(theta_t.dtype).eps
+    rounding_bound = float(2 * eps * (theta_t.norm() + theta_next.norm()) / (theta_t - theta_next).norm())
+    if case.n_guess is None:
+        replayed = replay_update(model, theta_t, X, y, lr=case.fl_lr, steps=case.tau, client_sizes=client_sizes)
+        replay_error = float((replayed.detach() - target).norm() / target.norm())
     rec = curious_client_attack(
         model, view, 0, image_shape=(1, 28, 28), local_lr=case.fl_lr, local_steps=case.tau, labels=labels,
         n_images=n_guess, server_lr=view.server_lr * case.server_lr_guess, client_sizes=client_sizes,
@@ -226,7 +265,8 @@ def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: b
     own = quality(rec.images, clients[0].X)
     out = dict(case=asdict(case), K=case.K, N=case.N, attack=asdict(attack), seconds=time.perf_counter() - t0,
                seconds_per_iteration=rec.seconds_per_iteration, label_count_accuracy=label_accuracy,
-               final_loss=rec.loss[-1], own_ssim=own.summary()["ssim"])
+               final_loss=rec.loss[-1], own_ssim=own.summary()["ssim"], replay_error=replay_error,
+               replay_rounding_bound=rounding_bound)
     if q is not None:
         out.update(ssim=q.summary()["ssim"], psnr=q.summary()["psnr"], mse=q.summary()["mse"],
                    ssim_per_image=[round(v, 4) for v in q.ssim.tolist()],
@@ -261,8 +301,9 @@ def frame(results: list[dict], per_image: bool = False):
         if per_image:
             rows += [{**base, "image": i, "ssim": v} for i, v in enumerate(r["ssim_per_image"])]
         else:
-            rows.append({**base, **{k: r[k] for k in ("ssim", "psnr", "mse", "own_ssim", "peer_ssim",
-                                                      "label_count_accuracy", "seconds", "seconds_per_iteration")}})
+            rows.append({**base, **{k: r.get(k) for k in ("ssim", "psnr", "mse", "own_ssim", "peer_ssim",
+                                                          "label_count_accuracy", "replay_error", "replay_rounding_bound", "seconds",
+                                                          "seconds_per_iteration")}})
     return pd.DataFrame(rows)
 
 
