@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .validation import as_tensor
+
 LossName = Literal["mse", "cross_entropy", "bce"]
 
 
@@ -70,8 +72,9 @@ class FLModel:
 
     # ---- conversion between θ and modules -------------------------------------------------
     def unflatten(self, theta: Tensor) -> dict[str, Tensor]:
-        """Split θ (shape ``(d,)``) into named parameter views."""
-        self._check_theta(theta)
+        """Split θ (shape ``(d,)``) into named parameter views (a NumPy θ, or one of another
+        floating dtype, is converted to the model's dtype)."""
+        theta = self._as_theta(theta)
         return {n: t.view(s) for n, t, s in zip(self._names, theta.split(self._numels), self._shapes)}
 
     def flatten(self, module: nn.Module | None = None) -> Tensor:
@@ -83,12 +86,14 @@ class FLModel:
         """A fresh copy of the architecture with parameters θ (for Opacus, inspection, ...)."""
         m = copy.deepcopy(self.module)
         with torch.no_grad():
-            for p, v in zip(m.parameters(), self.unflatten(theta.detach()).values()):
+            for p, v in zip(m.parameters(), self.unflatten(self._as_theta(theta).detach()).values()):
                 p.copy_(v)
         return m
 
     def init_params(self, seed: int = 0) -> Tensor:
         """θ^0: the module's default initialisation drawn under ``seed`` (global RNG untouched)."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"init_params: seed must be a non-negative integer; got {seed!r}.")
         m = copy.deepcopy(self.module)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -100,10 +105,32 @@ class FLModel:
     # ---- evaluation -----------------------------------------------------------------------
     def forward(self, theta: Tensor, X: Tensor) -> Tensor:
         """Model output f_θ(X)."""
-        return torch.func.functional_call(self.module, self.unflatten(theta), (X.to(self.dtype),))
+        X = as_tensor("X", X, where="FLModel.forward", dtype=self.dtype)
+        params = self.unflatten(theta)
+        try:
+            return torch.func.functional_call(self.module, params, (X,))
+        except RuntimeError as e:
+            if "shape" not in str(e) and "size" not in str(e):
+                raise
+            raise ValueError(
+                f"X of shape {tuple(X.shape)} does not fit the model {self!r}: {self.input_hint()} "
+                f"(torch: {str(e).splitlines()[0]})."
+            ) from None
+
+    def input_hint(self) -> str:
+        """What the model's inputs must look like, for error messages."""
+        for m in self.module.modules():
+            if isinstance(m, nn.Linear):
+                return f"expected X of shape (n, {m.in_features})"
+            if isinstance(m, nn.Conv2d):
+                side = getattr(self.module, "image_size", None)
+                return (f"expected images X of shape (n, {m.in_channels}, H, W)"
+                        + (f" with H = W = {side}" if side else ""))
+        return "see the model's architecture"
 
     def per_sample_loss(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
         """ℓ(θ, x_i, y_i) for every row, shape ``(n,)``."""
+        y = self._as_targets(y, X)
         return self._loss(self.forward(theta, X), y)
 
     def loss(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
@@ -113,6 +140,7 @@ class FLModel:
     def grad(self, theta: Tensor, X: Tensor, y: Tensor, create_graph: bool = False) -> Tensor:
         """∇_θ of :meth:`loss`. With ``create_graph`` the result stays differentiable (in θ and
         in ``X`` if ``X`` requires grad)."""
+        theta = self._as_theta(theta)
         if not theta.requires_grad:
             theta = theta.detach().requires_grad_(True)
         (g,) = torch.autograd.grad(self.loss(theta, X, y), theta, create_graph=create_graph)
@@ -133,12 +161,43 @@ class FLModel:
         """Fraction of correct predictions (classification losses only)."""
         if self.loss_name == "mse":
             raise ValueError("accuracy() needs a classification model; this one has loss 'mse'.")
-        return (self.predict(theta, X) == y).double().mean().item()
+        y = self._as_targets(y, X)
+        pred = self.predict(theta, X)
+        if y.shape != pred.shape:
+            raise ValueError(f"accuracy: y must hold one label per row of X, shape {tuple(pred.shape)}; "
+                             f"got {tuple(y.shape)}.")
+        return (pred == y).double().mean().item()
+
+    def _as_targets(self, y: Tensor, X: Tensor) -> Tensor:
+        """``y`` as a tensor with one entry per row of ``X``: class indices ``(n,)`` (a column
+        ``(n, 1)`` is flattened), regression targets, or class probabilities ``(n, C)``."""
+        y = as_tensor("y", y, where="FLModel")
+        n = X.shape[0] if hasattr(X, "shape") and len(X.shape) else None
+        if y.ndim == 0 or (n is not None and y.shape[0] != n):
+            raise ValueError(f"y must have one entry per row of X ({n} rows); got shape {tuple(y.shape)}.")
+        if y.ndim == 2 and y.shape[1] == 1 and (self.loss_name != "cross_entropy" or not y.dtype.is_floating_point):
+            y = y.reshape(-1)
+        if self.loss_name == "cross_entropy" and not y.dtype.is_floating_point and y.ndim != 1:
+            raise ValueError(f"class labels y must have shape (n,); got {tuple(y.shape)}.")
+        return y
+
+    def _as_theta(self, theta: Tensor, name: str = "theta") -> Tensor:
+        """θ as a flat tensor of the model's dtype (NumPy converted; float32 on a float64 model cast)."""
+        theta = as_tensor(name, theta, where="FLModel")
+        if theta.dtype != self.dtype:
+            if not theta.dtype.is_floating_point:
+                raise TypeError(f"{name} must be a floating-point parameter vector of dtype {self.dtype}; got "
+                                f"{theta.dtype}.")
+            theta = theta.to(self.dtype)
+        self._check_theta(theta)
+        return theta
 
     def _check_theta(self, theta: Tensor) -> None:
+        if not isinstance(theta, Tensor):
+            raise TypeError(f"theta must be a torch.Tensor of shape ({self.dim},); got {type(theta).__name__}.")
         if theta.ndim != 1 or theta.numel() != self.dim:
             raise ValueError(
-                f"expected a flat parameter vector of shape ({self.dim},), got {tuple(theta.shape)}; "
+                f"theta: expected a flat parameter vector of shape ({self.dim},), got {tuple(theta.shape)}; "
                 "use FLModel.flatten() to turn a module into θ."
             )
 
@@ -182,6 +241,7 @@ class LeNet5(nn.Module):
     def __init__(self, in_channels: int = 1, n_classes: int = 10, image_size: int = 28,
                  activation: type[nn.Module] = nn.Sigmoid):
         super().__init__()
+        self.image_size = int(image_size)
         pad = 2 if image_size == 28 else 0  # 28x28 MNIST is padded to LeNet's native 32x32
         side = ((image_size + 2 * pad - 4) // 2 - 4) // 2
         self.features = nn.Sequential(
