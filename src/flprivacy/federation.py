@@ -66,7 +66,10 @@ class ClientData:
                     "they must describe the same samples."
                 )
         if self.X.shape[0] == 0:
-            raise ValueError("ClientData: a client needs at least one training sample.")
+            raise ValueError("ClientData: a client needs at least one training sample (X is empty).")
+        for name, v in (("X", self.X), ("y", self.y), ("X_val", self.X_val), ("y_val", self.y_val)):
+            if v is not None:
+                check_finite(name, v, "ClientData")
 
     @property
     def n(self) -> int:
@@ -93,6 +96,7 @@ def batch_schedule(n_samples: int, *, epochs: int = 1, batch_size: int | None = 
     ``generator``) when ``shuffle``. Yields index tensors, or ``None`` for the full batch (B ≥ S_c),
     which draws no random numbers. Every local update in the library follows this schedule, so
     they all consume the client's random stream identically."""
+    check_int("n_samples", n_samples, "batch_schedule", minimum=1)
     B = n_samples if batch_size is None else min(int(batch_size), n_samples)
     if B < 1:
         raise ValueError(f"need at least one sample and batch_size >= 1; got {n_samples} samples, "

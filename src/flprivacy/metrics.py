@@ -38,10 +38,10 @@ def _images(name: str, x: Tensor) -> Tensor:
 
 def _check_pair(x: Tensor, y: Tensor) -> None:
     if x.ndim != 4 or y.ndim != 4:
-        raise ValueError(f"images must be 4-d tensors (n, C, H, W); got shapes {tuple(x.shape)} and {tuple(y.shape)}.")
-    if x.shape != y.shape:
+        raise ValueError(f"x and y must be 4-d image tensors (n, C, H, W); got shapes {tuple(x.shape)} and {tuple(y.shape)}.")
+    if x.shape != y.shape or x.shape[0] == 0:
         raise ValueError(
-            f"image batches must have the same shape to be compared pairwise, got {tuple(x.shape)} and "
+            f"x and y must be non-empty image batches of the same shape to be compared pairwise, got {tuple(x.shape)} and "
             f"{tuple(y.shape)}; pair them first with match_images()."
         )
 
@@ -105,7 +105,7 @@ def match_images(reconstructions: Tensor, truth: Tensor) -> Tensor:
         raise ValueError("match_images: truth is empty; give at least one ground-truth image.")
     if reconstructions.ndim != 4 or truth.ndim != 4 or reconstructions.shape[1:] != truth.shape[1:]:
         raise ValueError(
-            "match_images needs two image batches (n, C, H, W) of the same image shape; got "
+            "match_images: reconstructions and truth must be image batches (n, C, H, W) of the same image shape; got "
             f"{tuple(reconstructions.shape)} and {tuple(truth.shape)}."
         )
     if reconstructions.shape[0] < truth.shape[0]:
@@ -160,6 +160,8 @@ def quality(reconstructions: Tensor, truth: Tensor, match: bool = True, data_ran
     """
     reconstructions, truth = _images("reconstructions", reconstructions), _images("truth", truth)
     check_positive("data_range", data_range, "quality")
+    if truth.numel() == 0:
+        raise ValueError("quality: truth is empty; give at least one ground-truth image.")
     lo, hi = float(truth.min()), float(truth.max())
     if lo < -1e-6 * data_range or hi > data_range * (1 + 1e-6):
         import warnings

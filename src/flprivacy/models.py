@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validation import as_tensor
+from .validation import as_tensor, check_int
 
 LossName = Literal["mse", "cross_entropy", "bce"]
 
@@ -189,15 +189,15 @@ class FLModel:
                 raise TypeError(f"{name} must be a floating-point parameter vector of dtype {self.dtype}; got "
                                 f"{theta.dtype}.")
             theta = theta.to(self.dtype)
-        self._check_theta(theta)
+        self._check_theta(theta, name)
         return theta
 
-    def _check_theta(self, theta: Tensor) -> None:
+    def _check_theta(self, theta: Tensor, name: str = "theta") -> None:
         if not isinstance(theta, Tensor):
-            raise TypeError(f"theta must be a torch.Tensor of shape ({self.dim},); got {type(theta).__name__}.")
+            raise TypeError(f"{name} must be a torch.Tensor of shape ({self.dim},); got {type(theta).__name__}.")
         if theta.ndim != 1 or theta.numel() != self.dim:
             raise ValueError(
-                f"theta: expected a flat parameter vector of shape ({self.dim},), got {tuple(theta.shape)}; "
+                f"{name}: expected a flat parameter vector of shape ({self.dim},), got {tuple(theta.shape)}; "
                 "use FLModel.flatten() to turn a module into θ."
             )
 
@@ -209,11 +209,14 @@ def linear_regression(n_features: int, bias: bool = True, dtype: torch.dtype = t
     The parameter order is ``[w_1..w_n, b]``, i.e. θ = (w, b), matching a design matrix whose
     last column is the intercept. float64 by default: exact-recovery checks need it.
     """
+    check_int("n_features", n_features, "linear_regression", minimum=1)
     return FLModel(nn.Linear(n_features, 1, bias=bias, dtype=dtype), "mse")
 
 
 def logistic_regression(n_features: int, n_classes: int = 2, dtype: torch.dtype = torch.float32) -> FLModel:
     """Multinomial logistic regression (softmax over ``n_classes`` logits), cross-entropy loss."""
+    check_int("n_features", n_features, "logistic_regression", minimum=1)
+    check_int("n_classes", n_classes, "logistic_regression", minimum=2)
     return FLModel(nn.Linear(n_features, n_classes, dtype=dtype), "cross_entropy")
 
 
@@ -225,6 +228,8 @@ def mlp(
     dtype: torch.dtype = torch.float32,
 ) -> FLModel:
     """One hidden layer of ``hidden`` ReLU units (Diana et al. 2025, §5.2: 128 units)."""
+    for name, v in (("n_features", n_features), ("hidden", hidden), ("n_outputs", n_outputs)):
+        check_int(name, v, "mlp", minimum=1)
     net = nn.Sequential(
         nn.Linear(n_features, hidden, dtype=dtype), nn.ReLU(), nn.Linear(hidden, n_outputs, dtype=dtype)
     )
@@ -260,4 +265,8 @@ class LeNet5(nn.Module):
 def lenet5(in_channels: int = 1, n_classes: int = 10, image_size: int = 28,
            activation: type[nn.Module] = nn.Sigmoid) -> FLModel:
     """LeNet-5 image classifier with cross-entropy loss (inputs ``(n, C, H, W)``)."""
+    for name, v in (("in_channels", in_channels), ("n_classes", n_classes), ("image_size", image_size)):
+        check_int(name, v, "lenet5", minimum=1)
+    if ((image_size + 2 * (2 if image_size == 28 else 0) - 4) // 2 - 4) // 2 < 1:
+        raise ValueError(f"lenet5: image_size={image_size} is too small for two 5x5 convolutions and poolings; use >= 16.")
     return FLModel(LeNet5(in_channels, n_classes, image_size, activation), "cross_entropy")

@@ -67,6 +67,7 @@ class AdamActive(Adversary):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  init_models: Mapping[int, Tensor] | None = None):
         check_positive("lr", lr, "AdamActive")
+        check_int("start_round", start_round, "AdamActive")
         check_positive("eps", eps, "AdamActive")
         if n_rounds < 1 or lr <= 0 or not all(0 <= b < 1 for b in betas):
             raise ValueError(f"need n_rounds >= 1, lr > 0 and betas in [0, 1); got {n_rounds}, {lr}, {betas}.")

@@ -35,7 +35,7 @@ from tqdm import tqdm
 from ..config import generator as make_generator
 from ..federation import ClientMessages
 from ..models import FLModel
-from ..validation import NonFiniteError, as_tensor, check_finite
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_seed
 from ._stack import LinearStack, _Linear
 
 # ---- the sensitive attribute ----------------------------------------------------------------------
@@ -145,6 +145,7 @@ def candidate_losses(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, attrib
     check_finite("theta", theta, where, "the attacked model is broken (training diverged?)")
     check_finite("X", X, where)
     check_finite("y", y, where)
+    check_finite("candidates", attribute.candidates, where)
     attribute.check(X)
     C, n = attribute.n_values, X.shape[0]
     M = 1 if theta.ndim == 1 else theta.shape[0]
@@ -221,7 +222,8 @@ def aia_accuracy(predicted: Tensor, true_index: Tensor) -> float:
     if predicted.numel() == 0:
         raise ValueError("aia_accuracy: predicted is empty; the accuracy of no sample is undefined.")
     if predicted.shape != true_index.shape:
-        raise ValueError(f"shapes differ: predicted {tuple(predicted.shape)}, true {tuple(true_index.shape)}.")
+        raise ValueError(f"predicted and true_index must have the same shape; got predicted {tuple(predicted.shape)}, "
+                         f"true_index {tuple(true_index.shape)}.")
     return (predicted == true_index).double().mean().item()
 
 
@@ -249,6 +251,12 @@ def two_step_decoder(theta: Tensor, X: Tensor, y: Tensor, column: int, values: t
 
     Returns ``(s_tilde, s_hat)``; ``s_hat`` equals :func:`model_based_aia` (up to exact ties).
     """
+    theta = check_finite("theta", as_tensor("theta", theta, where="two_step_decoder"), "two_step_decoder")
+    X = check_finite("X", as_tensor("X", X, where="two_step_decoder", ndim=2, min_rows=1), "two_step_decoder")
+    y = check_finite("y", as_tensor("y", y, where="two_step_decoder", ndim=1, rows=X.shape[0]), "two_step_decoder")
+    check_int("column", column, "two_step_decoder")
+    if column >= X.shape[1]:
+        raise ValueError(f"two_step_decoder: column={column} is out of range for X with {X.shape[1]} columns.")
     if theta.ndim != 1 or theta.numel() != X.shape[1] + 1:
         raise ValueError(
             f"two_step_decoder needs a linear model θ = (w, b) with {X.shape[1] + 1} entries for X with {X.shape[1]} "
@@ -538,6 +546,9 @@ def gradient_aia(
     Returns:
         :class:`GradientAIAResult` with one configuration per (set, learning rate).
     """
+    X = check_finite("X", as_tensor("X", X, where="gradient_aia", ndim=2, min_rows=1), "gradient_aia")
+    y = check_finite("y", as_tensor("y", y, where="gradient_aia", rows=X.shape[0]), "gradient_aia")
+    check_seed("seed", seed, "gradient_aia")
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X must be (n, p) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
     attribute.check(X)
@@ -655,6 +666,21 @@ def optimal_local_models(
         datasets: ``[(X_c, y_c)]`` of the clients.
         starts: per client, ``(d,)`` or ``(S, d)`` initial models.
     """
+    where = "optimal_local_models"
+    for name, v in (("max_steps", max_steps), ("pilot_steps", pilot_steps), ("check_every", check_every), ("keep", keep)):
+        check_int(name, v, where, minimum=1)
+    datasets = [(check_finite("X", as_tensor("X", X, where=where, min_rows=1, dtype=model.dtype), where),
+                 check_finite("y", as_tensor("y", y, where=where), where)) for X, y in datasets]
+    starts = [check_finite("starts", as_tensor("starts", s, where=where, ndim=(1, 2), dtype=model.dtype), where) for s in starts]
+    for s in starts:
+        if s.numel() == 0 or s.shape[-1] != model.dim:
+            raise ValueError(f"{where}: starts must be (d,) or (S, d) with d = {model.dim} (the model's dimension), "
+                             f"S >= 1; got {tuple(s.shape)}.")
+    for X, _ in datasets:
+        try:
+            model.forward(starts[0].reshape(-1, model.dim)[0], X[:1])
+        except ValueError as e:
+            raise ValueError(f"{where}: X does not fit the model: {e}") from None
     if len(datasets) != len(starts):
         raise ValueError(f"give one start tensor per client: {len(datasets)} data sets, {len(starts)} starts.")
     starts = [s.unsqueeze(0) if s.ndim == 1 else s for s in starts]

@@ -43,7 +43,7 @@ from ..federation import local_sgd
 from ..metrics import quality
 from ..models import FLModel
 from ..threats import GlobalModels
-from ..validation import NonFiniteError, check_finite, check_int, check_positive
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 __all__ = [
     "Reconstruction", "curious_client_attack", "decode_dummy", "dlg_init", "dummy_latent", "idlg_label",
@@ -99,6 +99,12 @@ def decode_dummy(latent: Tensor, image_shape: Sequence[int]) -> Tensor:
     """Images from the dummy latent: bicubic upsampling to ``image_shape`` (Wilson §4, after
     Yue et al. 2023, who encode the dummy at a quarter of the resolution to reduce the number of
     unknowns); the identity when the latent already has full resolution."""
+    latent = as_tensor("latent", latent, where="decode_dummy", ndim=4, min_rows=1, floating=True)
+    H_, W_ = int(image_shape[1]), int(image_shape[2])
+    h_, w_ = latent.shape[-2:]
+    if h_ < 1 or w_ < 1 or H_ % h_ or W_ % w_ or H_ // h_ != W_ // w_ or latent.shape[1] != int(image_shape[0]):
+        raise ValueError(f"decode_dummy: latent of shape {tuple(latent.shape)} does not divide image_shape "
+                         f"{tuple(image_shape)} by one integer factor (same channels).")
     H, W = int(image_shape[1]), int(image_shape[2])
     if latent.shape[-2:] == (H, W):
         return latent
@@ -108,6 +114,7 @@ def decode_dummy(latent: Tensor, image_shape: Sequence[int]) -> Tensor:
 def total_variation(images: Tensor) -> Tensor:
     """Anisotropic total variation: mean absolute difference of neighbouring pixels
     (Geiping et al. 2020, eq. 4)."""
+    images = as_tensor("images", images, where="total_variation", floating=True)
     dx = (images[..., :, 1:] - images[..., :, :-1]).abs().mean()
     dy = (images[..., 1:, :] - images[..., :-1, :]).abs().mean()
     return dx + dy
@@ -135,6 +142,7 @@ def idlg_label(model: FLModel, update: Tensor) -> int:
     """
     if model.loss_name != "cross_entropy":
         raise ValueError("idlg_label needs a cross-entropy classifier.")
+    update = check_finite("update", model._as_theta(update, "update"), "idlg_label")
     W, _ = last_layer(model, update)
     return int(W.sum(1).argmin())
 
@@ -168,6 +176,12 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
     check_finite("theta", theta, "restore_label_counts")
     check_finite("update", update, "restore_label_counts", "the observed models are broken (training diverged?)")
     _, Ub = last_layer(model, update)
+    if probe is not None:
+        probe = check_finite("probe", as_tensor("probe", probe, where="restore_label_counts", min_rows=1), "restore_label_counts")
+        try:
+            model.forward(theta, probe[:1])
+        except ValueError as e:
+            raise ValueError(f"restore_label_counts: probe does not fit the model: {e}") from None
     if probe is None:
         if image_shape is None:
             raise ValueError("give probe images or image_shape (to draw uniform-noise probes).")
@@ -193,6 +207,11 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
 
 def labels_from_counts(counts: Tensor) -> Tensor:
     """The label vector with ``counts[c]`` copies of class c, sorted."""
+    counts = as_tensor("counts", counts, where="labels_from_counts", ndim=1, min_rows=1)
+    if counts.dtype.is_floating_point and not bool((counts == counts.round()).all()):
+        raise ValueError(f"labels_from_counts: counts must be whole numbers; got {counts.tolist()}.")
+    if bool((counts < 0).any()):
+        raise ValueError(f"labels_from_counts: counts must be >= 0; got {counts.tolist()}.")
     return torch.repeat_interleave(torch.arange(counts.numel()), counts.long())
 
 
@@ -209,6 +228,10 @@ def replay_update(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, lr: fl
     """
     check_positive("lr", lr, "replay_update")
     check_int("steps", steps, "replay_update", minimum=1)
+    theta = check_finite("theta", model._as_theta(theta), "replay_update")
+    X = as_tensor("X", X, where="replay_update", min_rows=1)
+    if not X.requires_grad:  # the dummy of an attack is checked by invert_update's divergence test instead
+        check_finite("X", X, "replay_update")
     if client_sizes is None:
         return theta - local_sgd(model, theta, X, y, lr=lr, steps=steps, create_graph=True)
     sizes = [int(s) for s in client_sizes]
@@ -224,11 +247,16 @@ def replay_update(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, lr: fl
 def update_distance(pred: Tensor, target: Tensor, kind: Distance = "l2") -> Tensor:
     """D(pred, target): squared L2 distance (DLG; Wilson eq. 3) or 1 - cosine similarity
     (Geiping et al. 2020, eq. 4)."""
+    pred = check_finite("pred", as_tensor("pred", pred, where="update_distance", floating=True), "update_distance")
+    target = check_finite("target", as_tensor("target", target, where="update_distance", floating=True), "update_distance")
+    if pred.shape != target.shape or pred.numel() == 0:
+        raise ValueError(f"update_distance: pred and target must be non-empty and of the same shape; got "
+                         f"{tuple(pred.shape)} and {tuple(target.shape)}.")
     if kind == "l2":
         return ((pred - target) ** 2).sum()
     if kind == "cosine":
         return 1 - F.cosine_similarity(pred, target, dim=0, eps=1e-12)
-    raise ValueError(f"distance must be 'l2' or 'cosine', got {kind!r}.")
+    raise ValueError(f"kind (the distance) must be 'l2' or 'cosine', got {kind!r}.")
 
 
 # ---- the attack -------------------------------------------------------------------------------
@@ -312,6 +340,9 @@ def invert_update(
             snapshots).
     """
     theta, target = model._as_theta(theta), model._as_theta(target, "target")
+    check_seed("seed", seed, "invert_update")
+    if labels is not None:
+        labels = as_tensor("labels", labels, where="invert_update", ndim=1, min_rows=1)
     check_finite("theta", theta, "invert_update")
     check_finite("target", target, "invert_update", "the observed update is broken (training diverged?)")
     if labels is None and n_images is None:
@@ -450,6 +481,9 @@ def curious_client_attack(
             :func:`invert_update` (Wilson §4: L2, Adam, step 0.1).
     """
     check_positive("local_lr", local_lr, "curious_client_attack")
+    check_seed("seed", seed, "curious_client_attack")
+    if labels is not None:
+        labels = as_tensor("labels", labels, where="curious_client_attack", ndim=1, min_rows=1)
     check_int("local_steps", local_steps, "curious_client_attack", minimum=1)
     theta_t, theta_next = view.consecutive(t)
     eta_g = view.server_lr if server_lr is None else float(server_lr)
@@ -477,6 +511,11 @@ def own_image_score(reconstruction: Reconstruction, own_images: Tensor) -> float
     Wilson et al. (App. B) choose unknown hyper-parameters (the global learning rate, N) by how
     well the attacker recovers its *own* images, which it knows are in the batch.
     """
+    own_images = check_finite("own_images", as_tensor("own_images", own_images, where="own_image_score", ndim=4, min_rows=1),
+                              "own_image_score")
+    if own_images.shape[1:] != reconstruction.images.shape[1:]:
+        raise ValueError(f"own_image_score: own_images have image shape {tuple(own_images.shape[1:])}, the reconstruction "
+                         f"{tuple(reconstruction.images.shape[1:])}.")
     return quality(reconstruction.images, own_images).summary()["ssim"]
 
 
@@ -512,8 +551,9 @@ def jacobian_gradient_covariance(model: FLModel, theta: Tensor, X: Tensor, y: Te
     with ``torch.func.vmap``); E[J] E[g] is a Hessian-vector product of the mean loss.
     """
     check_int("chunk", chunk, "jacobian_gradient_covariance", minimum=1)
-    theta = model._as_theta(theta).detach()
+    theta = check_finite("theta", model._as_theta(theta).detach(), "jacobian_gradient_covariance")
     X, y = torch.as_tensor(X), torch.as_tensor(y)
+    check_finite("X", X, "jacobian_gradient_covariance")
     if X.shape[0] == 0 or X.shape[0] != y.shape[0]:
         raise ValueError(f"jacobian_gradient_covariance: X and y need the same number (>= 1) of rows; got X "
                          f"{tuple(X.shape)}, y {tuple(y.shape)}.")
@@ -539,6 +579,7 @@ def jacobian_gradient_covariance(model: FLModel, theta: Tensor, X: Tensor, y: Te
 
 def lemma1_prediction(cov: Tensor, *, lr: float, steps: int, n_clients: int, n_images: int) -> Tensor:
     """Wilson et al. Lemma 1 (eq. 31): E[δ(τ)] ≈ τ(τ-1)/2 · η² · (K-1)/N · Cov(J, g)."""
+    cov = as_tensor("cov", cov, where="lemma1_prediction", floating=True)
     check_positive("lr", lr, "lemma1_prediction")
     check_int("steps", steps, "lemma1_prediction", minimum=1)
     check_int("n_clients", n_clients, "lemma1_prediction", minimum=1)

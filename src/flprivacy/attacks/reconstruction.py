@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from ..config import generator as make_generator
 from ..federation import ClientMessages
-from ..validation import check_int, check_seed
+from ..validation import as_tensor, check_finite, check_int, check_seed
 
 Messages = Union[ClientMessages, tuple[Tensor, Tensor]]
 """The observation: a :class:`~flprivacy.federation.ClientMessages` (e.g. from
@@ -79,6 +79,9 @@ def design_matrices(messages: Messages, dtype: torch.dtype = torch.float64) -> t
 
 def condition_number(matrix: Tensor) -> float:
     """2-norm condition number σ_max/σ_min (``inf`` when σ_min = 0), as ``numpy.linalg.cond``."""
+    matrix = check_finite("matrix", as_tensor("matrix", matrix, where="condition_number", ndim=2, min_rows=1), "condition_number")
+    if matrix.shape[1] == 0:
+        raise ValueError("condition_number: matrix has no columns.")
     s = torch.linalg.svdvals(matrix.to(torch.float64))
     return float("inf") if s[-1] == 0 else float(s[0] / s[-1])
 
@@ -233,6 +236,9 @@ class SubsetSelection:
 def condition_numbers(theta_out: Tensor, subsets: Tensor) -> Tensor:
     """cond(Θ_out[S]) for a batch of row subsets ``subsets`` (``(b, k)`` long), vectorised:
     one batched SVD (``torch.linalg.svdvals``) for the whole batch."""
+    theta_out = as_tensor("theta_out", theta_out, where="condition_numbers", ndim=2, min_rows=1, dtype=torch.float64)
+    check_finite("theta_out", theta_out, "condition_numbers")
+    subsets = as_tensor("subsets", subsets, where="condition_numbers", ndim=2, dtype=torch.long)
     s = torch.linalg.svdvals(theta_out[subsets])
     return s[:, 0] / s[:, -1]
 
@@ -559,6 +565,10 @@ def learned_mapping_reconstruction_batch(
     See :func:`learned_mapping_reconstruction` for the algorithm and the arguments;
     ``theta_init`` here is ``(b, d)``.
     """
+    check_int("hidden", hidden, "learned_mapping_reconstruction", minimum=0)
+    check_int("fit_steps", fit_steps, "learned_mapping_reconstruction", minimum=0)
+    check_int("decode_steps", decode_steps, "learned_mapping_reconstruction", minimum=0)
+    check_seed("seed", seed, "learned_mapping_reconstruction")
     pairs = [_pairs(m) for m in messages]
     if not pairs:
         raise ValueError("learned_mapping_reconstruction_batch needs at least one message set.")

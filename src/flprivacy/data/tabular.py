@@ -217,6 +217,8 @@ def encode(
         standardize: numeric columns scaled to mean 0, standard deviation 1.
         Every other column is used as it is (must be numeric).
     """
+    if target not in df.columns:
+        raise ValueError(f"encode: target={target!r} is not a column of the table; columns: {list(df.columns)}.")
     binary = binary or {}
     cols, names, groups = [], [], {}
     for col in df.columns:
