@@ -329,8 +329,22 @@ class _ModelStore:
         return 0 if self.d is None else self.n * self.d * self.dtype.itemsize
 
 
+class _GlobalList(list):
+    """``MessageLog.global_models`` in memory: a list of views into the log's store (``append``
+    copies the model into the store once)."""
+
+    def __init__(self, log: MessageLog):
+        super().__init__()
+        self._log = log
+
+    def append(self, theta: Tensor) -> None:
+        i = self._log._store.append(theta)
+        self._log._global_idx.append(i)
+        super().append(self._log._store.get(i))
+
+
 class _GlobalModels(Sequence):
-    """``MessageLog.global_models``: a list-like view of the stored global models."""
+    """``MessageLog.global_models`` on disk: a read-only sequence that reads each model back."""
 
     def __init__(self, log: MessageLog):
         self._log = log
@@ -363,7 +377,9 @@ class MessageLog:
     honest exchange) is not stored again but refers to it, so the log holds (T+1) global
     models plus one returned model per recorded exchange (plus the forged sent models). With
     ``directory`` the models live in a file there instead of in memory (for long runs); the
-    reading API (:meth:`exchange`, :meth:`client_messages`, ``global_models``) is the same.
+    reading API (:meth:`exchange`, :meth:`client_messages`, ``global_models[t]``) is the same;
+    on disk ``global_models`` is a sequence rather than a list (``torch.stack`` needs
+    :meth:`global_trajectory`).
     """
 
     def __init__(self, n_clients: int, weights: Tensor, n_samples: list[int], server_lr: float,
@@ -375,7 +391,7 @@ class MessageLog:
         self._store = _ModelStore(directory)
         self._global_idx: list[int] = []
         self._last_global: Tensor | None = None
-        self.global_models = _GlobalModels(self)
+        self.global_models = _GlobalList(self) if directory is None else _GlobalModels(self)
         self.participants: list[list[int]] = []
         self._exchanges: dict[tuple[int, int], tuple[int, int, bool]] = {}
 
