@@ -41,6 +41,24 @@ def test_diverging_learning_rate_raises_naming_round_client_and_cause():
         run_fedavg(linear_regression(3), clients, rounds=50, local=LocalSGD(lr=100.0, epochs=5), seed=0)
 
 
+def test_local_sgd_itself_raises_on_divergence():
+    from flprivacy.federation import local_sgd
+
+    c = ls_clients(1)[0]
+    model = linear_regression(3)
+    with pytest.raises(NonFiniteError, match="learning rate"):
+        local_sgd(model, model.init_params(0), c.X, c.y, lr=1e3, epochs=400)
+
+
+def test_a_custom_trainer_returning_nan_is_caught_with_round_and_client():
+    def broken(model, theta, data, generator):  # any LocalTrainer, not only LocalSGD
+        return theta * math.nan if data.n == 12 and theta.abs().sum() > 0 else theta
+
+    clients = ls_clients(2)
+    with pytest.raises(NonFiniteError, match=r"round 0, client 0: the returned model is non-finite"):
+        run_fedavg(linear_regression(3), clients, rounds=2, local=broken, seed=0)
+
+
 def test_server_learning_rate_divergence_is_named():
     clients = ls_clients()
     with pytest.raises(NonFiniteError, match="server_lr"):
