@@ -28,7 +28,7 @@ from ..config import child_seed, generator
 from ..federation import ClientData, LocalSGD, MessageLog, batch_schedule
 from ..models import FLModel
 from ..threats import Adversary
-from ..validation import as_tensor, check_finite, check_int, check_positive, check_seed
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 from ._stack import LinearStack
 
 ADAM_LR_RANGE: tuple[float, float] = (0.1, 50.0)
@@ -286,6 +286,9 @@ def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequ
             if value[i] < best[0]:
                 best = (float(value[i]), [f[i].clone() for f in finals])
         done += len(trials)
+    if not math.isfinite(best[0]):
+        raise NonFiniteError(f"tune_adam_active: every one of the {n_trials} Adam settings diverged (non-finite estimates); "
+                             f"lower lr_range={lr_range} or check the clients' local learning rate.")
     bp = study.best_params
     return AdamTuning(lr=bp["lr"], betas=(bp["beta1"], bp["beta2"]), loss=best[0], study=study, estimates=best[1])
 

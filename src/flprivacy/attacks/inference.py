@@ -555,7 +555,9 @@ def gradient_aia(
     if iterations < 1 or temperature <= 0:
         raise ValueError(f"need iterations >= 1 and temperature > 0; got {iterations}, {temperature}.")
     if len(messages) == 0:
-        raise ValueError("gradient_aia needs at least one observed exchange (θ^t, θ_c^t).")
+        raise ValueError("gradient_aia needs at least one observed exchange (θ^t, θ_c^t) in messages.")
+    check_finite("messages.sent", messages.sent, "gradient_aia", "the observed models are broken (training diverged?)")
+    check_finite("messages.returned", messages.returned, "gradient_aia", "the observed models are broken")
     if round_sets is None:
         round_sets = first_rounds_sets(messages.rounds)
     round_sets = [tuple(int(r) for r in s) for s in round_sets]
@@ -775,6 +777,9 @@ def _adam_to_convergence(model, stack, datasets, starts, learning_rates, max_ste
     for i, s in enumerate(starts):
         mine = (owner_all == i).nonzero().squeeze(1)
         k = int(mine[torch.nan_to_num(best_loss[mine], nan=float("inf")).argmin()])
+        if not bool(torch.isfinite(best_theta[k]).all()) or not math.isfinite(float(best_loss[k])):
+            raise NonFiniteError(f"optimal_local_models: every candidate of client {i} diverged (non-finite loss); "
+                                 f"lower the learning_rates {tuple(learning_rates)}.")
         results.append(LocalOptimum(theta=best_theta[k].clone(), loss=float(best_loss[k]),
                                     losses=best_loss[mine].view(s.shape[0], L).clone(), steps=step))
     return results
