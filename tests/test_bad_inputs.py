@@ -214,6 +214,22 @@ def recipes() -> dict[str, Recipe]:
         accept={**{f"{a}:{m}": "predictions of a non-finite model/input are its own business"
                    for a in ("theta", "X") for m in ("nan", "inf")}})
     add("models.FLModel.init_params", lambda seed: F()["net"].init_params(seed), lambda: dict(seed=0))
+    nonfinite_eval = {f"{a}:{m}": "evaluating a model is not training (training and attacks check)"
+                      for a in ("theta", "X", "y") for m in ("nan", "inf")}
+    add("models.FLModel.per_sample_loss", lambda theta, X, y: F()["net"].per_sample_loss(theta, X, y),
+        lambda: dict(theta=F()["theta_net"], X=F()["clients"][0].X, y=F()["clients"][0].y),
+        accept={**nonfinite_eval, "X:empty": "zero rows give zero losses"})
+    add("models.FLModel.predict", lambda theta, X: F()["clf"].predict(theta, X),
+        lambda: dict(theta=F()["theta_clf"], X=F()["cls_clients"][0].X),
+        accept={**nonfinite_eval, "X:empty": "zero rows give zero predictions"})
+    add("models.FLModel.to_module", lambda theta: F()["net"].to_module(theta), lambda: dict(theta=F()["theta_net"]),
+        accept={"theta:nan": "a module may hold any parameters", "theta:inf": "a module may hold any parameters"},
+        compare=False)
+    add("federation.MessageLog.client_messages", lambda client: F()["run"].log.client_messages(client),
+        lambda: dict(client=1))
+    add("federation.MessageLog.exchange", lambda round, client: F()["run"].log.exchange(round, client),
+        lambda: dict(round=2, client=1))
+    add("threats.GlobalModels.consecutive", lambda t: F()["view"].consecutive(t), lambda: dict(t=0))
     # threats
     add("threats.eavesdrop", threats.eavesdrop, lambda: dict(log=F()["run"].log, client=0))
     add("threats.curious_client", threats.curious_client, lambda: dict(log=F()["run"].log, attacker=0))
@@ -401,7 +417,7 @@ SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_cl
               "n_subsets", "n_trials", "batch", "iterations", "fit_steps", "decode_steps", "hidden", "n_features",
               "n_classes", "n_outputs", "in_channels", "image_size", "E", "S_c", "B", "K", "d", "n_c", "max_steps",
               "pilot_steps", "check_every", "chunk", "n_uniform", "restarts", "local_steps", "n_synthetic",
-              "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor"}
+              "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor", "round"}
 RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "attack_lr", "val_fraction", "h", "sigma",
               "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
