@@ -120,7 +120,7 @@ def write_pums(path: Path, n: int = 50, seed: int = 0) -> pd.DataFrame:
 
 
 def test_acs_income_parses_a_pums_file(empty_data_dir, offline):
-    raw = write_pums(empty_data_dir / "acs_income/2018/1-Year/psam_p22.csv")
+    raw = write_pums(empty_data_dir / "acs_income/2018/1-Year/psam_p22.csv", n=2_500)  # >= ACS_MIN_ROWS
     df = load_acs_income(["LA"])
     keep = raw[(raw.AGEP > 16) & (raw.PINCP > 100) & (raw.WKHP > 0) & (raw.PWGTP >= 1)]
     assert len(df) == len(keep) > 0

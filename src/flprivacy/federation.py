@@ -14,7 +14,10 @@ client (Diana §2.2, "malicious adversary").
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
@@ -24,6 +27,7 @@ from tqdm import tqdm
 
 from .config import child_seed, generator
 from .models import FLModel
+from .validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 if TYPE_CHECKING:  # pragma: no cover
     from .threats import Adversary
@@ -44,6 +48,15 @@ class ClientData:
     y_val: Tensor | None = None
 
     def __post_init__(self) -> None:
+        self.X = as_tensor("X", self.X, where="ClientData")
+        self.y = as_tensor("y", self.y, where="ClientData")
+        if self.X_val is not None:
+            self.X_val = as_tensor("X_val", self.X_val, where="ClientData")
+        if self.y_val is not None:
+            self.y_val = as_tensor("y_val", self.y_val, where="ClientData")
+        if self.X.ndim == 0 or self.y.ndim == 0:
+            raise ValueError(f"ClientData: X and y need one row per sample; got X {tuple(self.X.shape)}, "
+                             f"y {tuple(self.y.shape)}.")
         for name, X, y in (("", self.X, self.y), ("_val", self.X_val, self.y_val)):
             if (X is None) != (y is None):
                 raise ValueError(f"ClientData: give both X{name} and y{name}, or neither.")
@@ -53,7 +66,10 @@ class ClientData:
                     "they must describe the same samples."
                 )
         if self.X.shape[0] == 0:
-            raise ValueError("ClientData: a client needs at least one training sample.")
+            raise ValueError("ClientData: a client needs at least one training sample (X is empty).")
+        for name, v in (("X", self.X), ("y", self.y), ("X_val", self.X_val), ("y_val", self.y_val)):
+            if v is not None:
+                check_finite(name, v, "ClientData")
 
     @property
     def n(self) -> int:
@@ -64,8 +80,11 @@ class ClientData:
 # ---- Algorithm 2: the local update ------------------------------------------------------------
 def n_local_steps(n_samples: int, *, epochs: int = 1, batch_size: int | None = None, steps: int | None = None) -> int:
     """K = E⌈S_c/B⌉ local SGD steps (B = S_c when ``batch_size`` is None or larger), or ``steps``."""
+    check_int("n_samples", n_samples, "n_local_steps", minimum=1)
+    check_int("epochs", epochs, "n_local_steps", minimum=0)
+    check_int("batch_size", batch_size, "n_local_steps", minimum=1, allow_none=True)
     if steps is not None:
-        return steps
+        return check_int("steps", steps, "n_local_steps", minimum=0)
     B = n_samples if batch_size is None else min(int(batch_size), n_samples)
     return epochs * math.ceil(n_samples / B)
 
@@ -77,6 +96,7 @@ def batch_schedule(n_samples: int, *, epochs: int = 1, batch_size: int | None = 
     ``generator``) when ``shuffle``. Yields index tensors, or ``None`` for the full batch (B ≥ S_c),
     which draws no random numbers. Every local update in the library follows this schedule, so
     they all consume the client's random stream identically."""
+    check_int("n_samples", n_samples, "batch_schedule", minimum=1)
     B = n_samples if batch_size is None else min(int(batch_size), n_samples)
     if B < 1:
         raise ValueError(f"need at least one sample and batch_size >= 1; got {n_samples} samples, "
@@ -124,13 +144,20 @@ def local_sgd(
     Returns:
         θ_c(K), the returned model.
     """
+    theta = model._as_theta(theta) if create_graph else model._as_theta(theta).detach()
+    X = as_tensor("X", X, where="local_sgd", min_rows=1)
+    y = as_tensor("y", y, where="local_sgd")
     n = X.shape[0]
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"local_sgd: X has {X.shape[0]} rows but y has {y.shape[0]}.")
-    if lr <= 0 or epochs < 0 or (steps is not None and steps < 0):
-        raise ValueError(f"local_sgd: need lr > 0, epochs >= 0, steps >= 0; got lr={lr}, epochs={epochs}, steps={steps}.")
-    if batch_size is not None and batch_size < 1:
-        raise ValueError(f"local_sgd: batch_size must be >= 1, got {batch_size}.")
+    if y.ndim == 0 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"local_sgd: X has {X.shape[0]} rows but y has shape {tuple(y.shape)}; give one target per row.")
+    check_positive("lr", lr, "local_sgd")
+    check_int("epochs", epochs, "local_sgd", minimum=0)
+    check_int("steps", steps, "local_sgd", minimum=0, allow_none=True)
+    check_int("batch_size", batch_size, "local_sgd", minimum=1, allow_none=True)
+    if not create_graph:
+        check_finite("X", X, "local_sgd")
+        check_finite("y", y, "local_sgd")
+        check_finite("theta", theta, "local_sgd", "the model sent to the client is already broken")
 
     theta = theta if create_graph else theta.detach().clone()
     for idx in batch_schedule(n, epochs=epochs, batch_size=batch_size, steps=steps, shuffle=shuffle,
@@ -141,6 +168,11 @@ def local_sgd(
         else:
             g = model.grad(theta, Xb, yb)
             theta = theta.detach() - lr * g
+    if not create_graph and not bool(torch.isfinite(theta).all()):
+        raise NonFiniteError(
+            f"local_sgd: the local model became non-finite (NaN/inf) during local training with lr={lr}: the "
+            "learning rate is most likely too large for this data (gradient descent diverges when "
+            "lr > 2/λ_max of the local Hessian); lower lr or standardise the features.")
     return theta
 
 
@@ -167,6 +199,12 @@ class LocalSGD:
     batch_size: int | None = None
     steps: int | None = None
     shuffle: bool = True
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr, "LocalSGD")
+        check_int("epochs", self.epochs, "LocalSGD", minimum=0)
+        check_int("batch_size", self.batch_size, "LocalSGD", minimum=1, allow_none=True)
+        check_int("steps", self.steps, "LocalSGD", minimum=0, allow_none=True)
 
     def __call__(self, model: FLModel, theta: Tensor, data: ClientData, generator: torch.Generator) -> Tensor:
         return local_sgd(model, theta, data.X, data.y, lr=self.lr, epochs=self.epochs,
@@ -228,26 +266,135 @@ class ClientMessages:
         return self.sent - self.returned
 
 
+class _ModelStore:
+    """Append-only storage of equal-length model vectors, in memory or on disk.
+
+    In memory, vectors are copied into preallocated chunks of ``chunk`` rows (no per-tensor
+    allocation, so no heap fragmentation), and :meth:`get` returns views. On disk
+    (``directory`` given), every vector is appended to one binary file (``<dir>/*.models``,
+    removed when the store is garbage-collected) and :meth:`get` reads it back with one
+    ``pread``; nothing is memory-mapped, so the process's resident memory stays flat.
+    """
+
+    def __init__(self, directory: str | Path | None = None, chunk: int = 256):
+        self.directory = None if directory is None else Path(directory)
+        self.chunk = int(chunk)
+        self.n = 0
+        self.d: int | None = None
+        self.dtype: torch.dtype | None = None
+        self._chunks: list[Tensor] = []
+        self._fd: int | None = None
+        self.path: Path | None = None
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=self.directory, prefix="messagelog-", suffix=".models")
+            self._fd, self.path = fd, Path(name)
+
+    def __del__(self) -> None:  # pragma: no cover - best effort clean-up
+        if getattr(self, "_fd", None) is not None:
+            try:
+                os.close(self._fd)
+                os.remove(self.path)
+            except OSError:
+                pass
+            self._fd = None
+
+    def append(self, v: Tensor) -> int:
+        v = v.detach().reshape(-1)
+        if self.d is None:
+            self.d, self.dtype = v.numel(), v.dtype
+        elif v.numel() != self.d:
+            raise ValueError(f"MessageLog: every model must have {self.d} parameters; got a vector of {v.numel()}.")
+        v = v.to(self.dtype)
+        i = self.n
+        if self._fd is not None:
+            data = v.contiguous().cpu().numpy().tobytes()
+            os.pwrite(self._fd, data, i * len(data))
+        else:
+            if i % self.chunk == 0:
+                self._chunks.append(torch.empty(self.chunk, self.d, dtype=self.dtype))
+            self._chunks[i // self.chunk][i % self.chunk].copy_(v)
+        self.n += 1
+        return i
+
+    def get(self, i: int) -> Tensor:
+        if self._fd is not None:
+            size = self.d * self.dtype.itemsize
+            raw = os.pread(self._fd, size, i * size)
+            return torch.frombuffer(bytearray(raw), dtype=self.dtype)
+        return self._chunks[i // self.chunk][i % self.chunk]
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.d is None else self.n * self.d * self.dtype.itemsize
+
+
+class _GlobalList(list):
+    """``MessageLog.global_models`` in memory: a list of views into the log's store (``append``
+    copies the model into the store once)."""
+
+    def __init__(self, log: MessageLog):
+        super().__init__()
+        self._log = log
+
+    def append(self, theta: Tensor) -> None:
+        i = self._log._store.append(theta)
+        self._log._global_idx.append(i)
+        super().append(self._log._store.get(i))
+
+
+class _GlobalModels(Sequence):
+    """``MessageLog.global_models`` on disk: a read-only sequence that reads each model back."""
+
+    def __init__(self, log: MessageLog):
+        self._log = log
+
+    def __len__(self) -> int:
+        return len(self._log._global_idx)
+
+    def __getitem__(self, t):  # noqa: ANN001
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(len(self)))]
+        return self._log._store.get(self._log._global_idx[t])
+
+    def append(self, theta: Tensor) -> None:
+        self._log._global_idx.append(self._log._store.append(theta))
+        self._log._last_global = theta.detach().clone() if self._log._store._fd is not None else None
+
+
 class MessageLog:
     """Everything exchanged during a federated run.
 
     Attributes:
         global_models: θ^0, ..., θ^T: the global model at the start of each round and the
-            final one (``len == rounds + 1``).
+            final one (``len == rounds + 1``); a list-like sequence of tensors.
         participants: the sampled clients C_s^t of each round.
         weights: the aggregation weights p_c (summing to 1).
         n_samples: S_c of every client.
         server_lr: the global learning rate η_g of the aggregation.
+
+    Storage: every model is stored once. A sent model equal to the round's global model (every
+    honest exchange) is not stored again but refers to it, so the log holds (T+1) global
+    models plus one returned model per recorded exchange (plus the forged sent models). With
+    ``directory`` the models live in a file there instead of in memory (for long runs); the
+    reading API (:meth:`exchange`, :meth:`client_messages`, ``global_models[t]``) is the same;
+    on disk ``global_models`` is a sequence rather than a list (``torch.stack`` needs
+    :meth:`global_trajectory`). Memory is measured by ``python -m flprivacy.experiments.bench_memory``
+    (``book/results/bench_memory.json``: 10 clients, a 69k-parameter float32 MLP, 1,000 rounds).
     """
 
-    def __init__(self, n_clients: int, weights: Tensor, n_samples: list[int], server_lr: float):
+    def __init__(self, n_clients: int, weights: Tensor, n_samples: list[int], server_lr: float,
+                 directory: str | Path | None = None):
         self.n_clients = n_clients
         self.weights = weights
         self.n_samples = n_samples
         self.server_lr = server_lr
-        self.global_models: list[Tensor] = []
+        self._store = _ModelStore(directory)
+        self._global_idx: list[int] = []
+        self._last_global: Tensor | None = None
+        self.global_models = _GlobalList(self) if directory is None else _GlobalModels(self)
         self.participants: list[list[int]] = []
-        self._exchanges: dict[tuple[int, int], Exchange] = {}
+        self._exchanges: dict[tuple[int, int], tuple[int, int, bool]] = {}
 
     def __repr__(self) -> str:
         return (f"MessageLog(rounds={self.rounds}, clients={self.n_clients}, "
@@ -258,13 +405,38 @@ class MessageLog:
         """Number of completed rounds T."""
         return len(self.participants)
 
+    @property
+    def stored_models(self) -> int:
+        """How many model vectors the log holds (global, returned and forged sent models)."""
+        return self._store.n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of model vectors held (in memory, or on disk with ``directory``)."""
+        return self._store.nbytes
+
+    def _global_equal(self, t: int, v: Tensor) -> bool:
+        if not 0 <= t < len(self._global_idx):
+            return False
+        g = self._last_global if (self._last_global is not None and t == len(self._global_idx) - 1) else self.global_models[t]
+        return g.shape == v.shape and g.dtype == v.dtype and bool(torch.equal(g, v))
+
     def record(self, exchange: Exchange) -> None:
-        self._exchanges[(exchange.round, exchange.client)] = exchange
+        t, c = int(exchange.round), int(exchange.client)
+        if not exchange.forged and self._global_equal(t, exchange.sent):
+            sent = self._global_idx[t]
+        else:
+            sent = self._store.append(exchange.sent)
+        self._exchanges[(t, c)] = (sent, self._store.append(exchange.returned), bool(exchange.forged))
+
+    def _make(self, key: tuple[int, int]) -> Exchange:
+        sent, returned, forged = self._exchanges[key]
+        return Exchange(key[0], key[1], self._store.get(sent), self._store.get(returned), forged)
 
     def exchange(self, round: int, client: int) -> Exchange:
         """The exchange with ``client`` in ``round``."""
         try:
-            return self._exchanges[(round, client)]
+            return self._make((round, client))
         except KeyError:
             raise KeyError(
                 f"no recorded exchange for client {client} in round {round}: the client was not sampled "
@@ -273,19 +445,20 @@ class MessageLog:
 
     def exchanges(self, client: int | None = None) -> list[Exchange]:
         """All recorded exchanges (of one client if given), in round order."""
-        return sorted((e for e in self._exchanges.values() if client is None or e.client == client),
-                      key=lambda e: (e.round, e.client))
+        keys = sorted(k for k in self._exchanges if client is None or k[1] == client)
+        return [self._make(k) for k in keys]
 
     def client_messages(self, client: int, rounds: Sequence[int] | None = None) -> ClientMessages:
         """Stacked messages of one client (all its recorded rounds, or the given ones)."""
-        if not 0 <= client < self.n_clients:
-            raise ValueError(f"client must be in 0..{self.n_clients - 1}, got {client}.")
-        ex = self.exchanges(client)
+        if isinstance(client, bool) or not isinstance(client, int) or not 0 <= client < self.n_clients:
+            raise ValueError(f"client must be in 0..{self.n_clients - 1}, got {client!r}.")
+        keys = sorted(k for k in self._exchanges if k[1] == client)
         if rounds is not None:
             wanted = set(int(r) for r in rounds)
-            ex = [e for e in ex if e.round in wanted]
-        if not ex:
+            keys = [k for k in keys if k[0] in wanted]
+        if not keys:
             raise ValueError(f"client {client} has no recorded exchanges{'' if rounds is None else ' in those rounds'}.")
+        ex = [self._make(k) for k in keys]
         return ClientMessages(
             client=client,
             rounds=torch.tensor([e.round for e in ex], dtype=torch.long),
@@ -297,14 +470,14 @@ class MessageLog:
     def last_returned(self, client: int, before: int | None = None) -> Tensor | None:
         """The latest model ``client`` returned (before round ``before`` if given), or None."""
         best = None
-        for (t, c), e in self._exchanges.items():
-            if c == client and (before is None or t < before) and (best is None or t > best.round):
-                best = e
-        return None if best is None else best.returned
+        for (t, c) in self._exchanges:
+            if c == client and (before is None or t < before) and (best is None or t > best):
+                best = t
+        return None if best is None else self._store.get(self._exchanges[(best, client)][1])
 
     def global_trajectory(self) -> Tensor:
         """θ^0..θ^T stacked, shape (T+1, d)."""
-        return torch.stack(self.global_models)
+        return torch.stack(list(self.global_models))
 
 
 @dataclass
@@ -321,6 +494,8 @@ class FLRun:
 # ---- Algorithm 1: the server -----------------------------------------------------------------
 def client_weights(clients: Sequence[ClientData], weighting: Literal["size", "uniform"]) -> Tensor:
     """p_c of eq. (1): proportional to S_c (``"size"``) or 1/|C| (``"uniform"``)."""
+    if len(clients) == 0:
+        raise ValueError("client_weights: clients is empty; give at least one ClientData.")
     if weighting == "size":
         w = torch.tensor([c.n for c in clients], dtype=torch.float64)
     elif weighting == "uniform":
@@ -345,6 +520,7 @@ def run_fedavg(
     record_clients: Sequence[int] | None = None,
     record_rounds: Sequence[int] | None = None,
     progress: bool = False,
+    log_dir: str | Path | None = None,
 ) -> FLRun:
     """Train ``model`` with FedAvg (Diana Alg. 1 with the local update of Alg. 2).
 
@@ -371,31 +547,54 @@ def run_fedavg(
         record_clients, record_rounds: restrict which exchanges the log stores (default all);
             global models are always stored.
         progress: show a progress bar.
+        log_dir: keep the message log's models in a file in this folder instead of in memory
+            (long runs; see :class:`MessageLog`).
 
     Returns:
         :class:`FLRun` with the final model and the :class:`MessageLog`.
+
+    Raises:
+        NonFiniteError: a client returns, or the aggregation produces, a non-finite model; the
+            message names the round, the client and the likely cause.
     """
-    if rounds < 0:
-        raise ValueError(f"rounds must be >= 0, got {rounds}.")
+    where = "run_fedavg"
+    if not isinstance(model, FLModel):
+        raise TypeError(f"{where}: model must be an FLModel (e.g. flprivacy.mlp(...)); got {type(model).__name__}.")
+    check_int("rounds", rounds, where, minimum=0)
+    check_seed("seed", seed, where)
+    check_positive("server_lr", server_lr, where)
+    if not callable(local):
+        raise TypeError(f"{where}: local must be a local trainer such as LocalSGD(lr=...); got {type(local).__name__}.")
+    if isinstance(clients, ClientData) or not isinstance(clients, Sequence):
+        raise TypeError(f"{where}: clients must be a list of ClientData; got {type(clients).__name__}.")
     if len(clients) == 0:
-        raise ValueError("run_fedavg needs at least one client.")
+        raise ValueError("run_fedavg needs at least one client (clients is empty).")
+    for i, cd in enumerate(clients):
+        if not isinstance(cd, ClientData):
+            raise TypeError(f"{where}: clients[{i}] must be a ClientData(X, y); got {type(cd).__name__}.")
+        check_finite(f"clients[{i}].X", cd.X, where)
+        check_finite(f"clients[{i}].y", cd.y, where)
     m = len(clients) if clients_per_round is None else int(clients_per_round)
     if not 1 <= m <= len(clients):
         raise ValueError(f"clients_per_round must be in 1..{len(clients)}, got {clients_per_round}.")
     if theta0 is None:
         theta0 = model.init_params(seed)
-    model._check_theta(theta0)
-    theta = theta0.detach().to(model.dtype).clone()
+    theta = model._as_theta(theta0, "theta0").detach().clone()
+    check_finite("theta0", theta, where)
+    try:
+        model.forward(theta, clients[0].X[:1])
+    except ValueError as e:
+        raise ValueError(f"{where}: clients[0].X does not fit the model: {e}") from None
 
     p = client_weights(clients, weighting)
-    log = MessageLog(len(clients), p, [c.n for c in clients], server_lr)
+    log = MessageLog(len(clients), p, [c.n for c in clients], server_lr, directory=log_dir)
     server_gen = generator(child_seed(seed, 1))
     client_gens = [generator(child_seed(seed, 2, c)) for c in range(len(clients))]
     rec_c = None if record_clients is None else set(int(c) for c in record_clients)
     rec_t = None if record_rounds is None else set(int(t) for t in record_rounds)
 
     for t in tqdm(range(rounds), desc="FedAvg rounds", disable=not progress, leave=False):
-        log.global_models.append(theta.clone())
+        log.global_models.append(theta)
         if m == len(clients):
             sampled = list(range(len(clients)))
         else:
@@ -407,15 +606,25 @@ def run_fedavg(
         for c in sampled:
             forged = adversary.forge(t, c, theta, log) if adversary is not None else None
             sent = theta if forged is None else forged.detach().to(theta.dtype)
-            returned = local(model, sent.clone(), clients[c], client_gens[c]).detach()
+            try:
+                returned = local(model, sent.clone(), clients[c], client_gens[c]).detach()
+            except NonFiniteError as e:
+                raise NonFiniteError(f"round {t}, client {c}: {e}") from None
+            if not bool(torch.isfinite(returned).all()):
+                raise NonFiniteError(
+                    f"round {t}, client {c}: the returned model is non-finite (NaN/inf); the local trainer diverged "
+                    f"(learning rate too large?){' on a forged model' if forged is not None else ''}.")
             if (rec_c is None or c in rec_c) and (rec_t is None or t in rec_t):
-                log.record(Exchange(t, c, sent.clone(), returned, forged is not None))
+                log.record(Exchange(t, c, sent, returned, forged is not None))
             if forged is None or adversary.aggregate_forged:
                 update += float(p[c]) * (returned - theta)
                 total += float(p[c])
         if total > 0:
             theta = theta + server_lr * update / total
-    log.global_models.append(theta.clone())
+        if not bool(torch.isfinite(theta).all()):
+            raise NonFiniteError(f"round {t}: the aggregated global model is non-finite (NaN/inf) although every "
+                                 f"client returned a finite one; server_lr={server_lr} is likely too large.")
+    log.global_models.append(theta)
     settings = dict(rounds=rounds, local=local, server_lr=server_lr, clients_per_round=clients_per_round,
                     weighting=weighting)
     return FLRun(theta=theta, log=log, model=model, seed=seed, settings=settings)

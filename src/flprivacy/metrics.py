@@ -24,21 +24,31 @@ from scipy.optimize import linear_sum_assignment
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 from torch import Tensor
 
+from .validation import as_tensor, check_finite, check_positive
+
 __all__ = ["Quality", "match_images", "mse", "psnr", "quality", "ssim"]
+
+
+def _images(name: str, x: Tensor) -> Tensor:
+    """Images as a finite floating tensor (NumPy converted)."""
+    x = as_tensor(name, x, where="metrics", floating=True)
+    check_finite(name, x, "metrics")
+    return x
 
 
 def _check_pair(x: Tensor, y: Tensor) -> None:
     if x.ndim != 4 or y.ndim != 4:
-        raise ValueError(f"images must be 4-d tensors (n, C, H, W); got shapes {tuple(x.shape)} and {tuple(y.shape)}.")
-    if x.shape != y.shape:
+        raise ValueError(f"x and y must be 4-d image tensors (n, C, H, W); got shapes {tuple(x.shape)} and {tuple(y.shape)}.")
+    if x.shape != y.shape or x.shape[0] == 0:
         raise ValueError(
-            f"image batches must have the same shape to be compared pairwise, got {tuple(x.shape)} and "
+            f"x and y must be non-empty image batches of the same shape to be compared pairwise, got {tuple(x.shape)} and "
             f"{tuple(y.shape)}; pair them first with match_images()."
         )
 
 
 def mse(x: Tensor, y: Tensor) -> Tensor:
     """Mean squared error per image pair, shape ``(n,)``."""
+    x, y = _images("x", x), _images("y", y)
     _check_pair(x, y)
     return ((x.detach().double() - y.detach().double()) ** 2).flatten(1).mean(1)
 
@@ -46,6 +56,8 @@ def mse(x: Tensor, y: Tensor) -> Tensor:
 def psnr(x: Tensor, y: Tensor, data_range: float = 1.0) -> Tensor:
     """Peak signal-to-noise ratio 10 log10(R^2 / MSE) in dB per image pair (scikit-image),
     shape ``(n,)``; ``inf`` for identical images."""
+    x, y = _images("x", x), _images("y", y)
+    check_positive("data_range", data_range, "psnr")
     _check_pair(x, y)
     a, b = x.detach().double().cpu().numpy(), y.detach().double().cpu().numpy()
     with np.errstate(divide="ignore"):
@@ -65,6 +77,8 @@ def ssim(x: Tensor, y: Tensor, data_range: float = 1.0) -> Tensor:
     scikit-image's ``structural_similarity`` with its default uniform 7x7 window (smaller for
     images under 7 pixels), averaged over colour channels; 1 means identical.
     """
+    x, y = _images("x", x), _images("y", y)
+    check_positive("data_range", data_range, "ssim")
     _check_pair(x, y)
     a, b = x.detach().double().cpu().numpy(), y.detach().double().cpu().numpy()
     win = _ssim_window(a.shape[2], a.shape[3])
@@ -86,9 +100,12 @@ def match_images(reconstructions: Tensor, truth: Tensor) -> Tensor:
         ``index`` of shape ``(len(truth),)`` such that ``reconstructions[index[i]]`` is paired
         with ``truth[i]``.
     """
+    reconstructions, truth = _images("reconstructions", reconstructions), _images("truth", truth)
+    if truth.shape[0] == 0:
+        raise ValueError("match_images: truth is empty; give at least one ground-truth image.")
     if reconstructions.ndim != 4 or truth.ndim != 4 or reconstructions.shape[1:] != truth.shape[1:]:
         raise ValueError(
-            "match_images needs two image batches (n, C, H, W) of the same image shape; got "
+            "match_images: reconstructions and truth must be image batches (n, C, H, W) of the same image shape; got "
             f"{tuple(reconstructions.shape)} and {tuple(truth.shape)}."
         )
     if reconstructions.shape[0] < truth.shape[0]:
@@ -132,11 +149,27 @@ class Quality:
 
 
 def quality(reconstructions: Tensor, truth: Tensor, match: bool = True, data_range: float = 1.0) -> Quality:
-    """MSE, PSNR and SSIM of ``reconstructions`` against ``truth`` (values clipped to [0, 1]).
+    """MSE, PSNR and SSIM of ``reconstructions`` against ``truth``, both clipped to
+    [0, ``data_range``] the same way (so identical images always score SSIM 1).
 
     With ``match`` (default) reconstructions are first paired with ground-truth images by
     :func:`match_images`; otherwise they are compared in the given order.
+
+    Warns (:class:`UserWarning`) when ``truth`` lies outside [0, ``data_range``] (e.g. 0..255
+    images with the default ``data_range=1``: pass ``data_range=255``).
     """
+    reconstructions, truth = _images("reconstructions", reconstructions), _images("truth", truth)
+    check_positive("data_range", data_range, "quality")
+    if truth.numel() == 0:
+        raise ValueError("quality: truth is empty; give at least one ground-truth image.")
+    lo, hi = float(truth.min()), float(truth.max())
+    if lo < -1e-6 * data_range or hi > data_range * (1 + 1e-6):
+        import warnings
+
+        warnings.warn(f"quality: truth has values in [{lo:.4g}, {hi:.4g}], outside [0, data_range={data_range}]; both "
+                      f"batches are clipped to that range. For 0..255 images pass data_range=255.", UserWarning,
+                      stacklevel=2)
+    truth = truth.detach().clamp(0, data_range)
     rec = reconstructions.detach().clamp(0, data_range)
     if match:
         index = match_images(rec, truth)

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .validation import as_tensor, check_int
+
 LossName = Literal["mse", "cross_entropy", "bce"]
 
 
@@ -70,8 +72,9 @@ class FLModel:
 
     # ---- conversion between θ and modules -------------------------------------------------
     def unflatten(self, theta: Tensor) -> dict[str, Tensor]:
-        """Split θ (shape ``(d,)``) into named parameter views."""
-        self._check_theta(theta)
+        """Split θ (shape ``(d,)``) into named parameter views (a NumPy θ, or one of another
+        floating dtype, is converted to the model's dtype)."""
+        theta = self._as_theta(theta)
         return {n: t.view(s) for n, t, s in zip(self._names, theta.split(self._numels), self._shapes)}
 
     def flatten(self, module: nn.Module | None = None) -> Tensor:
@@ -83,12 +86,14 @@ class FLModel:
         """A fresh copy of the architecture with parameters θ (for Opacus, inspection, ...)."""
         m = copy.deepcopy(self.module)
         with torch.no_grad():
-            for p, v in zip(m.parameters(), self.unflatten(theta.detach()).values()):
+            for p, v in zip(m.parameters(), self.unflatten(self._as_theta(theta).detach()).values()):
                 p.copy_(v)
         return m
 
     def init_params(self, seed: int = 0) -> Tensor:
         """θ^0: the module's default initialisation drawn under ``seed`` (global RNG untouched)."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"init_params: seed must be a non-negative integer; got {seed!r}.")
         m = copy.deepcopy(self.module)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -100,10 +105,32 @@ class FLModel:
     # ---- evaluation -----------------------------------------------------------------------
     def forward(self, theta: Tensor, X: Tensor) -> Tensor:
         """Model output f_θ(X)."""
-        return torch.func.functional_call(self.module, self.unflatten(theta), (X.to(self.dtype),))
+        X = as_tensor("X", X, where="FLModel.forward", dtype=self.dtype)
+        params = self.unflatten(theta)
+        try:
+            return torch.func.functional_call(self.module, params, (X,))
+        except RuntimeError as e:
+            if "shape" not in str(e) and "size" not in str(e):
+                raise
+            raise ValueError(
+                f"X of shape {tuple(X.shape)} does not fit the model {self!r}: {self.input_hint()} "
+                f"(torch: {str(e).splitlines()[0]})."
+            ) from None
+
+    def input_hint(self) -> str:
+        """What the model's inputs must look like, for error messages."""
+        for m in self.module.modules():
+            if isinstance(m, nn.Linear):
+                return f"expected X of shape (n, {m.in_features})"
+            if isinstance(m, nn.Conv2d):
+                side = getattr(self.module, "image_size", None)
+                return (f"expected images X of shape (n, {m.in_channels}, H, W)"
+                        + (f" with H = W = {side}" if side else ""))
+        return "see the model's architecture"
 
     def per_sample_loss(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
         """ℓ(θ, x_i, y_i) for every row, shape ``(n,)``."""
+        y = self._as_targets(y, X)
         return self._loss(self.forward(theta, X), y)
 
     def loss(self, theta: Tensor, X: Tensor, y: Tensor) -> Tensor:
@@ -113,6 +140,7 @@ class FLModel:
     def grad(self, theta: Tensor, X: Tensor, y: Tensor, create_graph: bool = False) -> Tensor:
         """∇_θ of :meth:`loss`. With ``create_graph`` the result stays differentiable (in θ and
         in ``X`` if ``X`` requires grad)."""
+        theta = self._as_theta(theta)
         if not theta.requires_grad:
             theta = theta.detach().requires_grad_(True)
         (g,) = torch.autograd.grad(self.loss(theta, X, y), theta, create_graph=create_graph)
@@ -133,12 +161,43 @@ class FLModel:
         """Fraction of correct predictions (classification losses only)."""
         if self.loss_name == "mse":
             raise ValueError("accuracy() needs a classification model; this one has loss 'mse'.")
-        return (self.predict(theta, X) == y).double().mean().item()
+        y = self._as_targets(y, X)
+        pred = self.predict(theta, X)
+        if y.shape != pred.shape:
+            raise ValueError(f"accuracy: y must hold one label per row of X, shape {tuple(pred.shape)}; "
+                             f"got {tuple(y.shape)}.")
+        return (pred == y).double().mean().item()
 
-    def _check_theta(self, theta: Tensor) -> None:
+    def _as_targets(self, y: Tensor, X: Tensor) -> Tensor:
+        """``y`` as a tensor with one entry per row of ``X``: class indices ``(n,)`` (a column
+        ``(n, 1)`` is flattened), regression targets, or class probabilities ``(n, C)``."""
+        y = as_tensor("y", y, where="FLModel")
+        n = X.shape[0] if hasattr(X, "shape") and len(X.shape) else None
+        if y.ndim == 0 or (n is not None and y.shape[0] != n):
+            raise ValueError(f"y must have one entry per row of X ({n} rows); got shape {tuple(y.shape)}.")
+        if y.ndim == 2 and y.shape[1] == 1 and (self.loss_name != "cross_entropy" or not y.dtype.is_floating_point):
+            y = y.reshape(-1)
+        if self.loss_name == "cross_entropy" and not y.dtype.is_floating_point and y.ndim != 1:
+            raise ValueError(f"class labels y must have shape (n,); got {tuple(y.shape)}.")
+        return y
+
+    def _as_theta(self, theta: Tensor, name: str = "theta") -> Tensor:
+        """θ as a flat tensor of the model's dtype (NumPy converted; float32 on a float64 model cast)."""
+        theta = as_tensor(name, theta, where="FLModel")
+        if theta.dtype != self.dtype:
+            if not theta.dtype.is_floating_point:
+                raise TypeError(f"{name} must be a floating-point parameter vector of dtype {self.dtype}; got "
+                                f"{theta.dtype}.")
+            theta = theta.to(self.dtype)
+        self._check_theta(theta, name)
+        return theta
+
+    def _check_theta(self, theta: Tensor, name: str = "theta") -> None:
+        if not isinstance(theta, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of shape ({self.dim},); got {type(theta).__name__}.")
         if theta.ndim != 1 or theta.numel() != self.dim:
             raise ValueError(
-                f"expected a flat parameter vector of shape ({self.dim},), got {tuple(theta.shape)}; "
+                f"{name}: expected a flat parameter vector of shape ({self.dim},), got {tuple(theta.shape)}; "
                 "use FLModel.flatten() to turn a module into θ."
             )
 
@@ -150,11 +209,14 @@ def linear_regression(n_features: int, bias: bool = True, dtype: torch.dtype = t
     The parameter order is ``[w_1..w_n, b]``, i.e. θ = (w, b), matching a design matrix whose
     last column is the intercept. float64 by default: exact-recovery checks need it.
     """
+    check_int("n_features", n_features, "linear_regression", minimum=1)
     return FLModel(nn.Linear(n_features, 1, bias=bias, dtype=dtype), "mse")
 
 
 def logistic_regression(n_features: int, n_classes: int = 2, dtype: torch.dtype = torch.float32) -> FLModel:
     """Multinomial logistic regression (softmax over ``n_classes`` logits), cross-entropy loss."""
+    check_int("n_features", n_features, "logistic_regression", minimum=1)
+    check_int("n_classes", n_classes, "logistic_regression", minimum=2)
     return FLModel(nn.Linear(n_features, n_classes, dtype=dtype), "cross_entropy")
 
 
@@ -166,6 +228,8 @@ def mlp(
     dtype: torch.dtype = torch.float32,
 ) -> FLModel:
     """One hidden layer of ``hidden`` ReLU units (Diana et al. 2025, §5.2: 128 units)."""
+    for name, v in (("n_features", n_features), ("hidden", hidden), ("n_outputs", n_outputs)):
+        check_int(name, v, "mlp", minimum=1)
     net = nn.Sequential(
         nn.Linear(n_features, hidden, dtype=dtype), nn.ReLU(), nn.Linear(hidden, n_outputs, dtype=dtype)
     )
@@ -182,6 +246,7 @@ class LeNet5(nn.Module):
     def __init__(self, in_channels: int = 1, n_classes: int = 10, image_size: int = 28,
                  activation: type[nn.Module] = nn.Sigmoid):
         super().__init__()
+        self.image_size = int(image_size)
         pad = 2 if image_size == 28 else 0  # 28x28 MNIST is padded to LeNet's native 32x32
         side = ((image_size + 2 * pad - 4) // 2 - 4) // 2
         self.features = nn.Sequential(
@@ -200,4 +265,8 @@ class LeNet5(nn.Module):
 def lenet5(in_channels: int = 1, n_classes: int = 10, image_size: int = 28,
            activation: type[nn.Module] = nn.Sigmoid) -> FLModel:
     """LeNet-5 image classifier with cross-entropy loss (inputs ``(n, C, H, W)``)."""
+    for name, v in (("in_channels", in_channels), ("n_classes", n_classes), ("image_size", image_size)):
+        check_int(name, v, "lenet5", minimum=1)
+    if ((image_size + 2 * (2 if image_size == 28 else 0) - 4) // 2 - 4) // 2 < 1:
+        raise ValueError(f"lenet5: image_size={image_size} is too small for two 5x5 convolutions and poolings; use >= 16.")
     return FLModel(LeNet5(in_channels, n_classes, image_size, activation), "cross_entropy")

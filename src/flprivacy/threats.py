@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from .federation import ClientMessages, MessageLog
+from .validation import check_int
 
 
 # ---- passive ----------------------------------------------------------------------------------
@@ -114,6 +115,7 @@ class SendBack(Adversary):
     """
 
     def __init__(self, target: int, rounds: Iterable[int]):
+        check_int("target", target, "SendBack")
         self.target = int(target)
         self.rounds = set(int(r) for r in rounds)
 

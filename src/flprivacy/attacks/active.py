@@ -28,6 +28,7 @@ from ..config import child_seed, generator
 from ..federation import ClientData, LocalSGD, MessageLog, batch_schedule
 from ..models import FLModel
 from ..threats import Adversary
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 from ._stack import LinearStack
 
 ADAM_LR_RANGE: tuple[float, float] = (0.1, 50.0)
@@ -65,6 +66,9 @@ class AdamActive(Adversary):
     def __init__(self, targets: Iterable[int], start_round: int, n_rounds: int, lr: float,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  init_models: Mapping[int, Tensor] | None = None):
+        check_positive("lr", lr, "AdamActive")
+        check_int("start_round", start_round, "AdamActive")
+        check_positive("eps", eps, "AdamActive")
         if n_rounds < 1 or lr <= 0 or not all(0 <= b < 1 for b in betas):
             raise ValueError(f"need n_rounds >= 1, lr > 0 and betas in [0, 1); got {n_rounds}, {lr}, {betas}.")
         self.targets = set(int(c) for c in targets)
@@ -131,6 +135,18 @@ def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequen
     ``(M, d)`` at once: what :func:`flprivacy.federation.local_sgd` does to each row, with one
     shuffling per client (``gens[c]``) shared by her M models. All clients step together
     (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
+    _check_clients(clients, "local_sgd_many")
+    if not isinstance(local, LocalSGD):
+        raise TypeError(f"local_sgd_many: local must be a LocalSGD; got {type(local).__name__}.")
+    if len(thetas) != len(clients) or len(gens) != len(clients):
+        raise ValueError(f"local_sgd_many: give one thetas entry and one generator per client; got {len(clients)} "
+                         f"clients, {len(thetas)} thetas, {len(gens)} generators.")
+    thetas = [as_tensor(f"thetas[{c}]", t, where="local_sgd_many", ndim=2, dtype=stack.dtype) for c, t in enumerate(thetas)]
+    for c, t in enumerate(thetas):
+        if t.shape != thetas[0].shape or t.shape[1] != stack.dim:
+            raise ValueError(f"local_sgd_many: thetas[{c}] must have shape (M, {stack.dim}) like thetas[0] "
+                             f"{tuple(thetas[0].shape)}; got {tuple(t.shape)}.")
+        # rows may be +inf: simulate_adam_active keeps a diverged setting at +inf on purpose
     C, M = len(clients), thetas[0].shape[0]
     p = clients[0].X.shape[1]
     Bmax = max(c.n if local.batch_size is None else min(int(local.batch_size), c.n) for c in clients)
@@ -165,9 +181,32 @@ def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: 
     forged models (one shuffling per round, shared by the M models), and every model takes an
     Adam step on its pseudo-gradient with its own (lr, β1, β2). All clients run together.
 
+    A setting whose estimate diverges (Adam's step too large) ends with every entry +inf, which
+    :func:`tune_adam_active` scores as an infinite loss.
+
     Returns:
         one ``(M, d)`` tensor of final estimates θ_c^a per client.
     """
+    where = "simulate_adam_active"
+    _check_clients(clients, where)
+    check_int("n_rounds", n_rounds, where, minimum=0)
+    check_seed("seed", seed, where)
+    check_positive("eps", eps, where)
+    if len(starts) != len(clients):
+        raise ValueError(f"{where}: give one start per client; got {len(clients)} clients and {len(starts)} starts.")
+    starts = [model._as_theta(as_tensor(f"starts[{c}]", s, where=where), f"starts[{c}]") for c, s in enumerate(starts)]
+    for c, s in enumerate(starts):
+        check_finite(f"starts[{c}]", s, where)
+    hp = [as_tensor(n, v, where=where, ndim=(0, 1), dtype=torch.float64).reshape(-1) for n, v in
+          (("lr", lr), ("beta1", beta1), ("beta2", beta2))]
+    if not hp[0].numel() or any(h.numel() != hp[0].numel() for h in hp):
+        raise ValueError(f"{where}: lr, beta1, beta2 must hold the same number M >= 1 of settings; got "
+                         f"{[h.numel() for h in hp]}.")
+    if not bool((torch.isfinite(hp[0]) & (hp[0] > 0)).all()):
+        raise ValueError(f"{where}: every lr must be finite and > 0; got {hp[0].tolist()[:10]}.")
+    for n, h in (("beta1", hp[1]), ("beta2", hp[2])):
+        if not bool(((h >= 0) & (h < 1)).all()):
+            raise ValueError(f"{where}: every {n} must lie in [0, 1); got {h.tolist()[:10]}.")
     stack = LinearStack(model)
     lr, beta1, beta2 = (torch.as_tensor(v, dtype=model.dtype).view(1, -1, 1) for v in (lr, beta1, beta2))
     M, C = lr.shape[1], len(clients)
@@ -181,6 +220,21 @@ def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: 
         if bool(bad.any()):  # a diverged setting stays diverged; keep it from producing NaN warnings
             st.theta.copy_(torch.where(bad, torch.full_like(st.theta, float("inf")), st.theta))
     return list(st.theta)
+
+
+def _check_clients(clients: Sequence[ClientData], where: str) -> None:
+    if isinstance(clients, ClientData) or not isinstance(clients, Sequence) or len(clients) == 0:
+        raise ValueError(f"{where}: clients must be a non-empty list of ClientData; got {clients!r:.80}.")
+    p = None
+    for c, cd in enumerate(clients):
+        if not isinstance(cd, ClientData):
+            raise TypeError(f"{where}: clients[{c}] must be a ClientData(X, y); got {type(cd).__name__}.")
+        if cd.X.ndim != 2 or (p is not None and cd.X.shape[1] != p):
+            raise ValueError(f"{where}: clients[{c}].X must be (n, {p if p is not None else 'p'}) like the other "
+                             f"clients'; got {tuple(cd.X.shape)}.")
+        p = cd.X.shape[1]
+        check_finite(f"clients[{c}].X", cd.X, where)
+        check_finite(f"clients[{c}].y", cd.y, where)
 
 
 @dataclass
@@ -207,6 +261,7 @@ def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequ
     """
     if n_trials < 1 or batch < 1:
         raise ValueError(f"need n_trials >= 1 and batch >= 1, got {n_trials}, {batch}.")
+    check_seed("seed", seed, "tune_adam_active")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = optuna.samplers.TPESampler(seed=seed % 2**32, n_startup_trials=min(10, n_trials), constant_liar=True)
     study = optuna.create_study(direction="minimize", sampler=sampler)
@@ -231,6 +286,9 @@ def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequ
             if value[i] < best[0]:
                 best = (float(value[i]), [f[i].clone() for f in finals])
         done += len(trials)
+    if not math.isfinite(best[0]):
+        raise NonFiniteError(f"tune_adam_active: every one of the {n_trials} Adam settings diverged (non-finite estimates); "
+                             f"lower lr_range={lr_range} or check the clients' local learning rate.")
     bp = study.best_params
     return AdamTuning(lr=bp["lr"], betas=(bp["beta1"], bp["beta2"]), loss=best[0], study=study, estimates=best[1])
 

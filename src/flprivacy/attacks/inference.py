@@ -35,6 +35,7 @@ from tqdm import tqdm
 from ..config import generator as make_generator
 from ..federation import ClientMessages
 from ..models import FLModel
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_seed
 from ._stack import LinearStack, _Linear
 
 # ---- the sensitive attribute ----------------------------------------------------------------------
@@ -118,24 +119,62 @@ class SensitiveAttribute:
 
 
 # ---- model-based AIA (eq. 3) ----------------------------------------------------------------------
-def candidate_losses(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, attribute: SensitiveAttribute) -> Tensor:
+def candidate_losses(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, attribute: SensitiveAttribute,
+                     *, max_elements: int = 2**24) -> Tensor:
     """ℓ(θ, (x^p(i), s_c, y(i))) for every candidate value c and sample i.
 
+    The candidates are evaluated in chunks so that the expanded inputs (candidates x samples x
+    features, x models) hold at most about ``max_elements`` numbers: a K-valued one-hot
+    attribute would otherwise need K² n entries at once.
+
     Returns ``(C, n)`` for θ of shape ``(d,)``, or ``(M, C, n)`` for ``M`` models ``(M, d)``.
+
+    Raises:
+        NonFiniteError: θ or the data hold NaN/inf (a NaN model would make every sample pick
+            the first candidate).
     """
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must describe the same samples.")
+    where = "candidate_losses"
+    X = as_tensor("X", X, where=where, ndim=2)
+    y = as_tensor("y", y, where=where)
+    if y.ndim == 0 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has shape {tuple(y.shape)}; they must describe the same samples.")
+    theta = as_tensor("theta", theta, where=where, ndim=(1, 2))
+    theta = model._as_theta(theta) if theta.ndim == 1 else theta.to(model.dtype)
+    if theta.shape[-1] != model.dim:
+        raise ValueError(f"{where}: theta must have {model.dim} columns (the model's dimension); got {tuple(theta.shape)}.")
+    check_finite("theta", theta, where, "the attacked model is broken (training diverged?)")
+    check_finite("X", X, where)
+    check_finite("y", y, where)
+    check_finite("candidates", attribute.candidates, where)
+    attribute.check(X)
     C, n = attribute.n_values, X.shape[0]
-    Xc = attribute.expand(X)
-    yc = y.repeat(C)
+    M = 1 if theta.ndim == 1 else theta.shape[0]
+    step = max(1, int(max_elements) // max(1, n * X.shape[1] * M))
+    cand = attribute.candidates.to(X.dtype)
+    cols = list(attribute.columns)
+    try:
+        stack = None if theta.ndim == 1 else LinearStack(model)
+    except NotImplementedError:
+        stack = None
+    parts = []
     with torch.no_grad():
-        if theta.ndim == 1:
-            return model.per_sample_loss(theta, Xc, yc).view(C, n)
-        try:
-            stack = LinearStack(model)
-        except NotImplementedError:
-            return torch.stack([model.per_sample_loss(t, Xc, yc).view(C, n) for t in theta])
-        return stack.per_sample_loss(theta.to(model.dtype), Xc, yc).view(-1, C, n)
+        for c0 in range(0, C, step):
+            k = min(step, C - c0)
+            Xc = X.unsqueeze(0).repeat(k, 1, 1)
+            Xc[:, :, cols] = cand[c0:c0 + k].unsqueeze(1)
+            Xc = Xc.reshape(k * n, X.shape[1])
+            yc = y.repeat(k) if y.ndim == 1 else y.repeat(k, *([1] * (y.ndim - 1)))
+            if theta.ndim == 1:
+                parts.append(model.per_sample_loss(theta, Xc, yc).view(k, n))
+            elif stack is None:
+                parts.append(torch.stack([model.per_sample_loss(t, Xc, yc).view(k, n) for t in theta]))
+            else:
+                parts.append(stack.per_sample_loss(theta, Xc, yc).view(-1, k, n))
+    out = torch.cat(parts, dim=-2)
+    if bool(torch.isnan(out).any()):
+        raise NonFiniteError(f"{where}: the model's loss is NaN for some candidates although θ and the data are "
+                             "finite (overflow in the model?); the attack's answer would be meaningless.")
+    return out
 
 
 def model_based_aia(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, sensitive_columns: Sequence[int],
@@ -159,6 +198,8 @@ def model_based_aia(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, sensiti
         ``(n,)`` long tensor (``(M, n)`` for M models): the index in ``candidates`` chosen for
         each sample. Ties go to the first candidate.
     """
+    X = as_tensor("X", X, where="model_based_aia")
+    y = as_tensor("y", y, where="model_based_aia")
     cols = torch.as_tensor(list(sensitive_columns), dtype=torch.long)
     candidates = torch.as_tensor(candidates)
     if candidates.ndim != 2 or candidates.shape[1] != cols.numel():
@@ -176,14 +217,21 @@ def model_based_aia(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, sensiti
 
 def aia_accuracy(predicted: Tensor, true_index: Tensor) -> float:
     """Fraction of samples whose sensitive attribute was inferred correctly."""
+    predicted = as_tensor("predicted", predicted, where="aia_accuracy")
+    true_index = as_tensor("true_index", true_index, where="aia_accuracy")
+    if predicted.numel() == 0:
+        raise ValueError("aia_accuracy: predicted is empty; the accuracy of no sample is undefined.")
     if predicted.shape != true_index.shape:
-        raise ValueError(f"shapes differ: predicted {tuple(predicted.shape)}, true {tuple(true_index.shape)}.")
+        raise ValueError(f"predicted and true_index must have the same shape; got predicted {tuple(predicted.shape)}, "
+                         f"true_index {tuple(true_index.shape)}.")
     return (predicted == true_index).double().mean().item()
 
 
 def model_based_accuracy(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, attribute: SensitiveAttribute,
                          ) -> float | Tensor:
     """Accuracy of the model-based AIA (eq. 3) of θ on ``(X, y)``; ``(M,)`` for θ of shape ``(M, d)``."""
+    X = as_tensor("X", X, where="model_based_accuracy", ndim=2)
+    theta = as_tensor("theta", theta, where="model_based_accuracy")
     pred = candidate_losses(model, theta, X, y, attribute).argmin(-2)
     truth = attribute.true_index(X)
     acc = (pred == truth).double().mean(-1)
@@ -203,6 +251,12 @@ def two_step_decoder(theta: Tensor, X: Tensor, y: Tensor, column: int, values: t
 
     Returns ``(s_tilde, s_hat)``; ``s_hat`` equals :func:`model_based_aia` (up to exact ties).
     """
+    theta = check_finite("theta", as_tensor("theta", theta, where="two_step_decoder"), "two_step_decoder")
+    X = check_finite("X", as_tensor("X", X, where="two_step_decoder", ndim=2, min_rows=1), "two_step_decoder")
+    y = check_finite("y", as_tensor("y", y, where="two_step_decoder", ndim=1, rows=X.shape[0]), "two_step_decoder")
+    check_int("column", column, "two_step_decoder")
+    if column >= X.shape[1]:
+        raise ValueError(f"two_step_decoder: column={column} is out of range for X with {X.shape[1]} columns.")
     if theta.ndim != 1 or theta.numel() != X.shape[1] + 1:
         raise ValueError(
             f"two_step_decoder needs a linear model θ = (w, b) with {X.shape[1] + 1} entries for X with {X.shape[1]} "
@@ -492,13 +546,18 @@ def gradient_aia(
     Returns:
         :class:`GradientAIAResult` with one configuration per (set, learning rate).
     """
+    X = check_finite("X", as_tensor("X", X, where="gradient_aia", ndim=2, min_rows=1), "gradient_aia")
+    y = check_finite("y", as_tensor("y", y, where="gradient_aia", rows=X.shape[0]), "gradient_aia")
+    check_seed("seed", seed, "gradient_aia")
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X must be (n, p) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
     attribute.check(X)
     if iterations < 1 or temperature <= 0:
         raise ValueError(f"need iterations >= 1 and temperature > 0; got {iterations}, {temperature}.")
     if len(messages) == 0:
-        raise ValueError("gradient_aia needs at least one observed exchange (θ^t, θ_c^t).")
+        raise ValueError("gradient_aia needs at least one observed exchange (θ^t, θ_c^t) in messages.")
+    check_finite("messages.sent", messages.sent, "gradient_aia", "the observed models are broken (training diverged?)")
+    check_finite("messages.returned", messages.returned, "gradient_aia", "the observed models are broken")
     if round_sets is None:
         round_sets = first_rounds_sets(messages.rounds)
     round_sets = [tuple(int(r) for r in s) for s in round_sets]
@@ -609,6 +668,21 @@ def optimal_local_models(
         datasets: ``[(X_c, y_c)]`` of the clients.
         starts: per client, ``(d,)`` or ``(S, d)`` initial models.
     """
+    where = "optimal_local_models"
+    for name, v in (("max_steps", max_steps), ("pilot_steps", pilot_steps), ("check_every", check_every), ("keep", keep)):
+        check_int(name, v, where, minimum=1)
+    datasets = [(check_finite("X", as_tensor("X", X, where=where, min_rows=1, dtype=model.dtype), where),
+                 check_finite("y", as_tensor("y", y, where=where), where)) for X, y in datasets]
+    starts = [check_finite("starts", as_tensor("starts", s, where=where, ndim=(1, 2), dtype=model.dtype), where) for s in starts]
+    for s in starts:
+        if s.numel() == 0 or s.shape[-1] != model.dim:
+            raise ValueError(f"{where}: starts must be (d,) or (S, d) with d = {model.dim} (the model's dimension), "
+                             f"S >= 1; got {tuple(s.shape)}.")
+    for X, _ in datasets:
+        try:
+            model.forward(starts[0].reshape(-1, model.dim)[0], X[:1])
+        except ValueError as e:
+            raise ValueError(f"{where}: X does not fit the model: {e}") from None
     if len(datasets) != len(starts):
         raise ValueError(f"give one start tensor per client: {len(datasets)} data sets, {len(starts)} starts.")
     starts = [s.unsqueeze(0) if s.ndim == 1 else s for s in starts]
@@ -703,6 +777,9 @@ def _adam_to_convergence(model, stack, datasets, starts, learning_rates, max_ste
     for i, s in enumerate(starts):
         mine = (owner_all == i).nonzero().squeeze(1)
         k = int(mine[torch.nan_to_num(best_loss[mine], nan=float("inf")).argmin()])
+        if not bool(torch.isfinite(best_theta[k]).all()) or not math.isfinite(float(best_loss[k])):
+            raise NonFiniteError(f"optimal_local_models: every candidate of client {i} diverged (non-finite loss); "
+                                 f"lower the learning_rates {tuple(learning_rates)}.")
         results.append(LocalOptimum(theta=best_theta[k].clone(), loss=float(best_loss[k]),
                                     losses=best_loss[mine].view(s.shape[0], L).clone(), steps=step))
     return results

@@ -43,6 +43,7 @@ from ..federation import local_sgd
 from ..metrics import quality
 from ..models import FLModel
 from ..threats import GlobalModels
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 __all__ = [
     "Reconstruction", "curious_client_attack", "decode_dummy", "dlg_init", "dummy_latent", "idlg_label",
@@ -65,6 +66,8 @@ def dlg_init(model: FLModel, seed: int = 0, scale: float = 0.5) -> Tensor:
     pixels and update matching stalls; this wider initialisation is the one the attack
     literature uses.
     """
+    check_int("seed", seed, "dlg_init")
+    check_positive("scale", scale, "dlg_init")
     g = make_generator(seed)
     return ((torch.rand(model.dim, generator=g, dtype=torch.float64) * 2 - 1) * scale).to(model.dtype)
 
@@ -78,6 +81,9 @@ def dummy_latent(n: int, image_shape: Sequence[int], scale_factor: int = 1, init
     ``init="uniform"`` draws pixels in [0, 1]; ``"gaussian"`` draws N(0.5, 0.25²) (DLG draws
     N(0, 1) in normalised pixel space).
     """
+    check_int("n", n, "dummy_latent", minimum=1)
+    if len(image_shape) != 3 or min(int(s) for s in image_shape) < 1:
+        raise ValueError(f"dummy_latent: image_shape must be (C, H, W) with positive sizes; got {tuple(image_shape)}.")
     C, H, W = (int(s) for s in image_shape)
     if scale_factor < 1 or H % scale_factor or W % scale_factor:
         raise ValueError(f"scale_factor must be a positive divisor of the image size {H}x{W}, got {scale_factor}.")
@@ -93,6 +99,12 @@ def decode_dummy(latent: Tensor, image_shape: Sequence[int]) -> Tensor:
     """Images from the dummy latent: bicubic upsampling to ``image_shape`` (Wilson §4, after
     Yue et al. 2023, who encode the dummy at a quarter of the resolution to reduce the number of
     unknowns); the identity when the latent already has full resolution."""
+    latent = as_tensor("latent", latent, where="decode_dummy", ndim=4, min_rows=1, floating=True)
+    H_, W_ = int(image_shape[1]), int(image_shape[2])
+    h_, w_ = latent.shape[-2:]
+    if h_ < 1 or w_ < 1 or H_ % h_ or W_ % w_ or H_ // h_ != W_ // w_ or latent.shape[1] != int(image_shape[0]):
+        raise ValueError(f"decode_dummy: latent of shape {tuple(latent.shape)} does not divide image_shape "
+                         f"{tuple(image_shape)} by one integer factor (same channels).")
     H, W = int(image_shape[1]), int(image_shape[2])
     if latent.shape[-2:] == (H, W):
         return latent
@@ -102,6 +114,7 @@ def decode_dummy(latent: Tensor, image_shape: Sequence[int]) -> Tensor:
 def total_variation(images: Tensor) -> Tensor:
     """Anisotropic total variation: mean absolute difference of neighbouring pixels
     (Geiping et al. 2020, eq. 4)."""
+    images = as_tensor("images", images, where="total_variation", floating=True)
     dx = (images[..., :, 1:] - images[..., :, :-1]).abs().mean()
     dy = (images[..., 1:, :] - images[..., :-1, :]).abs().mean()
     return dx + dy
@@ -129,6 +142,7 @@ def idlg_label(model: FLModel, update: Tensor) -> int:
     """
     if model.loss_name != "cross_entropy":
         raise ValueError("idlg_label needs a cross-entropy classifier.")
+    update = check_finite("update", model._as_theta(update, "update"), "idlg_label")
     W, _ = last_layer(model, update)
     return int(W.sum(1).argmin())
 
@@ -155,7 +169,19 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
     """
     if model.loss_name != "cross_entropy":
         raise ValueError("restore_label_counts needs a cross-entropy classifier.")
+    check_int("n_images", n_images, "restore_label_counts", minimum=1)
+    check_positive("lr", lr, "restore_label_counts")
+    check_int("steps", steps, "restore_label_counts", minimum=1)
+    theta, update = model._as_theta(theta), model._as_theta(update, "update")
+    check_finite("theta", theta, "restore_label_counts")
+    check_finite("update", update, "restore_label_counts", "the observed models are broken (training diverged?)")
     _, Ub = last_layer(model, update)
+    if probe is not None:
+        probe = check_finite("probe", as_tensor("probe", probe, where="restore_label_counts", min_rows=1), "restore_label_counts")
+        try:
+            model.forward(theta, probe[:1])
+        except ValueError as e:
+            raise ValueError(f"restore_label_counts: probe does not fit the model: {e}") from None
     if probe is None:
         if image_shape is None:
             raise ValueError("give probe images or image_shape (to draw uniform-noise probes).")
@@ -165,6 +191,9 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
         th = theta - (u / steps) * update
         p_sum += model.forward(th, probe).softmax(-1).double().mean(0)
     est = n_images * (p_sum - Ub.double() / lr) / steps
+    if not bool(torch.isfinite(est).all()):
+        raise NonFiniteError(f"restore_label_counts: the count estimate is non-finite ({est.tolist()}); the model "
+                             "gives non-finite probabilities on the probe images (diverged model or non-finite probe).")
     est = est.clamp(min=0)
     if float(est.sum()) <= 0:
         est = torch.ones_like(est)
@@ -178,6 +207,11 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
 
 def labels_from_counts(counts: Tensor) -> Tensor:
     """The label vector with ``counts[c]`` copies of class c, sorted."""
+    counts = as_tensor("counts", counts, where="labels_from_counts", ndim=1, min_rows=1)
+    if counts.dtype.is_floating_point and not bool((counts == counts.round()).all()):
+        raise ValueError(f"labels_from_counts: counts must be whole numbers; got {counts.tolist()}.")
+    if bool((counts < 0).any()):
+        raise ValueError(f"labels_from_counts: counts must be >= 0; got {counts.tolist()}.")
     return torch.repeat_interleave(torch.arange(counts.numel()), counts.long())
 
 
@@ -192,6 +226,12 @@ def replay_update(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, lr: fl
     trains alone, and the updates are averaged with weights N_k / N (FedAvg, Wilson eq. 2): the
     App. F upper bound.
     """
+    check_positive("lr", lr, "replay_update")
+    check_int("steps", steps, "replay_update", minimum=1)
+    theta = check_finite("theta", model._as_theta(theta), "replay_update")
+    X = as_tensor("X", X, where="replay_update", min_rows=1)
+    if not X.requires_grad:  # the dummy of an attack is checked by invert_update's divergence test instead
+        check_finite("X", X, "replay_update")
     if client_sizes is None:
         return theta - local_sgd(model, theta, X, y, lr=lr, steps=steps, create_graph=True)
     sizes = [int(s) for s in client_sizes]
@@ -207,11 +247,16 @@ def replay_update(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, lr: fl
 def update_distance(pred: Tensor, target: Tensor, kind: Distance = "l2") -> Tensor:
     """D(pred, target): squared L2 distance (DLG; Wilson eq. 3) or 1 - cosine similarity
     (Geiping et al. 2020, eq. 4)."""
+    pred = check_finite("pred", as_tensor("pred", pred, where="update_distance", floating=True), "update_distance")
+    target = check_finite("target", as_tensor("target", target, where="update_distance", floating=True), "update_distance")
+    if pred.shape != target.shape or pred.numel() == 0:
+        raise ValueError(f"update_distance: pred and target must be non-empty and of the same shape; got "
+                         f"{tuple(pred.shape)} and {tuple(target.shape)}.")
     if kind == "l2":
         return ((pred - target) ** 2).sum()
     if kind == "cosine":
         return 1 - F.cosine_similarity(pred, target, dim=0, eps=1e-12)
-    raise ValueError(f"distance must be 'l2' or 'cosine', got {kind!r}.")
+    raise ValueError(f"kind (the distance) must be 'l2' or 'cosine', got {kind!r}.")
 
 
 # ---- the attack -------------------------------------------------------------------------------
@@ -294,8 +339,12 @@ def invert_update(
         callback: called as ``callback(iteration, images)`` after each step (e.g. to record
             snapshots).
     """
-    model._check_theta(theta)
-    model._check_theta(target)
+    theta, target = model._as_theta(theta), model._as_theta(target, "target")
+    check_seed("seed", seed, "invert_update")
+    if labels is not None:
+        labels = as_tensor("labels", labels, where="invert_update", ndim=1, min_rows=1)
+    check_finite("theta", theta, "invert_update")
+    check_finite("target", target, "invert_update", "the observed update is broken (training diverged?)")
     if labels is None and n_images is None:
         raise ValueError("give the labels (known or restored), or n_images to optimise soft labels as DLG does.")
     n = int(labels.numel()) if labels is not None else int(n_images)
@@ -431,6 +480,11 @@ def curious_client_attack(
         distance, tv, optimizer, attack_lr, iterations, schedule, seed, progress: as in
             :func:`invert_update` (Wilson §4: L2, Adam, step 0.1).
     """
+    check_positive("local_lr", local_lr, "curious_client_attack")
+    check_seed("seed", seed, "curious_client_attack")
+    if labels is not None:
+        labels = as_tensor("labels", labels, where="curious_client_attack", ndim=1, min_rows=1)
+    check_int("local_steps", local_steps, "curious_client_attack", minimum=1)
     theta_t, theta_next = view.consecutive(t)
     eta_g = view.server_lr if server_lr is None else float(server_lr)
     if eta_g <= 0:
@@ -457,6 +511,11 @@ def own_image_score(reconstruction: Reconstruction, own_images: Tensor) -> float
     Wilson et al. (App. B) choose unknown hyper-parameters (the global learning rate, N) by how
     well the attacker recovers its *own* images, which it knows are in the batch.
     """
+    own_images = check_finite("own_images", as_tensor("own_images", own_images, where="own_image_score", ndim=4, min_rows=1),
+                              "own_image_score")
+    if own_images.shape[1:] != reconstruction.images.shape[1:]:
+        raise ValueError(f"own_image_score: own_images have image shape {tuple(own_images.shape[1:])}, the reconstruction "
+                         f"{tuple(reconstruction.images.shape[1:])}.")
     return quality(reconstruction.images, own_images).summary()["ssim"]
 
 
@@ -470,8 +529,10 @@ def super_client_divergence(model: FLModel, theta: Tensor, clients: Sequence[tup
         clients: the K clients' ``(X_k, y_k)``; FedAvg weights them by N_k / N.
     """
     if len(clients) < 1:
-        raise ValueError("super_client_divergence needs at least one client.")
-    theta = theta.detach()
+        raise ValueError("super_client_divergence needs at least one client (clients is empty).")
+    check_positive("lr", lr, "super_client_divergence")
+    check_int("steps", steps, "super_client_divergence", minimum=0)
+    theta = model._as_theta(theta).detach()
     N = sum(int(X.shape[0]) for X, _ in clients)
     w_fed = torch.zeros_like(theta)
     for X, y in clients:
@@ -489,7 +550,13 @@ def jacobian_gradient_covariance(model: FLModel, theta: Tensor, X: Tensor, y: Te
     = E[J g] - E[J] E[g]. Per-sample J_i g_i = ∇_θ ½‖g_i‖² (double backpropagation, vectorised
     with ``torch.func.vmap``); E[J] E[g] is a Hessian-vector product of the mean loss.
     """
-    theta = theta.detach()
+    check_int("chunk", chunk, "jacobian_gradient_covariance", minimum=1)
+    theta = check_finite("theta", model._as_theta(theta).detach(), "jacobian_gradient_covariance")
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    check_finite("X", X, "jacobian_gradient_covariance")
+    if X.shape[0] == 0 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"jacobian_gradient_covariance: X and y need the same number (>= 1) of rows; got X "
+                         f"{tuple(X.shape)}, y {tuple(y.shape)}.")
 
     def loss_one(th: Tensor, x: Tensor, t: Tensor) -> Tensor:
         return model.per_sample_loss(th, x.unsqueeze(0), t.unsqueeze(0)).squeeze(0)
@@ -512,4 +579,9 @@ def jacobian_gradient_covariance(model: FLModel, theta: Tensor, X: Tensor, y: Te
 
 def lemma1_prediction(cov: Tensor, *, lr: float, steps: int, n_clients: int, n_images: int) -> Tensor:
     """Wilson et al. Lemma 1 (eq. 31): E[δ(τ)] ≈ τ(τ-1)/2 · η² · (K-1)/N · Cov(J, g)."""
+    cov = as_tensor("cov", cov, where="lemma1_prediction", floating=True)
+    check_positive("lr", lr, "lemma1_prediction")
+    check_int("steps", steps, "lemma1_prediction", minimum=1)
+    check_int("n_clients", n_clients, "lemma1_prediction", minimum=1)
+    check_int("n_images", n_images, "lemma1_prediction", minimum=1)
     return steps * (steps - 1) / 2 * lr**2 * (n_clients - 1) / n_images * cov

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Union
@@ -35,6 +36,7 @@ from tqdm import tqdm
 
 from ..config import generator as make_generator
 from ..federation import ClientMessages
+from ..validation import as_tensor, check_finite, check_int, check_seed
 
 Messages = Union[ClientMessages, tuple[Tensor, Tensor]]
 """The observation: a :class:`~flprivacy.federation.ClientMessages` (e.g. from
@@ -77,6 +79,9 @@ def design_matrices(messages: Messages, dtype: torch.dtype = torch.float64) -> t
 
 def condition_number(matrix: Tensor) -> float:
     """2-norm condition number σ_max/σ_min (``inf`` when σ_min = 0), as ``numpy.linalg.cond``."""
+    matrix = check_finite("matrix", as_tensor("matrix", matrix, where="condition_number", ndim=2, min_rows=1), "condition_number")
+    if matrix.shape[1] == 0:
+        raise ValueError("condition_number: matrix has no columns.")
     s = torch.linalg.svdvals(matrix.to(torch.float64))
     return float("inf") if s[-1] == 0 else float(s[0] / s[-1])
 
@@ -89,7 +94,7 @@ def _check_usable(theta_out: Tensor, size: int | None = None) -> Tensor:
     if usable.numel() < need:
         bad = theta_out.shape[0] - usable.numel()
         raise ValueError(
-            f"the attack needs at least d+1 = {p} observed rounds with finite models to recover a model of "
+            f"messages: the attack needs at least d+1 = {p} observed rounds with finite models to recover a model of "
             f"d = {p - 1} parameters, but only {usable.numel()} are usable"
             f"{f' ({bad} contain NaN/inf)' if bad else ''}; eavesdrop more rounds of this client "
             f"(Prop. 3: fewer than d messages can never suffice)."
@@ -125,6 +130,13 @@ class LeastSquaresReconstruction:
         cond: condition number of Θ_out restricted to those rows.
         residual: ||Θ_in - Θ_out (V, θ̂)ᵀ||_F / ||Θ_in||_F, ~1e-16 when the updates are
             deterministic and affine (full batch least squares), larger with stochastic updates.
+            For a square system (d+1 rows, e.g. ``subset="best"``) it is ~0 by construction and
+            says nothing about the error: read ``error_estimate``.
+        error_estimate: the relative error of θ̂ that rounding alone can cause, from the
+            perturbation bound of least squares: cond(Θ_out)·ε_msg (the messages' own rounding,
+            ε of their dtype) + cond·ε_64 for ``"lstsq"`` or cond²·ε_64 for ``"normal"``
+            (Higham 2002, §20.1; the residual term of tall noisy systems is not included).
+            Above 1e-2 a :class:`RuntimeWarning` says the answer may be meaningless.
     """
 
     theta: Tensor
@@ -132,6 +144,7 @@ class LeastSquaresReconstruction:
     rounds_used: Tensor
     cond: float
     residual: float
+    error_estimate: float = math.nan
 
 
 def reconstruct_least_squares(messages: Messages, *, subset: Literal["all", "best"] | Sequence[int] = "all",
@@ -159,6 +172,7 @@ def reconstruct_least_squares(messages: Messages, *, subset: Literal["all", "bes
     Raises:
         ValueError: fewer than d+1 usable messages, or a singular Θ_out (the error says why).
     """
+    msg_dtype = _pairs(messages)[0].dtype
     theta_in, theta_out = design_matrices(messages)
     usable = _check_usable(theta_out)
     if isinstance(subset, str):
@@ -188,8 +202,19 @@ def reconstruct_least_squares(messages: Messages, *, subset: Literal["all", "bes
     else:
         raise ValueError(f"method must be 'lstsq' or 'normal', got {method!r}.")
     residual = float(torch.linalg.norm(Y - A @ sol) / torch.linalg.norm(Y).clamp_min(1e-300))
+    eps_msg = torch.finfo(msg_dtype).eps if msg_dtype.is_floating_point else 0.0
+    eps64 = torch.finfo(torch.float64).eps
+    error_estimate = cond * eps_msg + (cond * cond if method == "normal" else cond) * eps64
+    if not error_estimate <= 1e-2:
+        warnings.warn(
+            f"reconstruct_least_squares: cond(Θ_out) = {cond:.3g} with {msg_dtype} messages and method={method!r} "
+            f"allows a relative error up to ~{error_estimate:.2g} in θ̂ from rounding alone (cond·ε_msg + "
+            f"{'cond²' if method == 'normal' else 'cond'}·ε_64), so the estimate may be meaningless"
+            f"{' although the residual of this square system is ~0' if A.shape[0] == A.shape[1] else ''}. Record the "
+            "messages in float64, use method='lstsq', or select better-conditioned rounds (select_messages).",
+            RuntimeWarning, stacklevel=2)
     return LeastSquaresReconstruction(theta=sol[-1].clone(), V=sol[:-1].T.clone(), rounds_used=rows, cond=cond,
-                                      residual=residual)
+                                      residual=residual, error_estimate=error_estimate)
 
 
 # ---- choosing well-conditioned message subsets -------------------------------------------------
@@ -211,6 +236,9 @@ class SubsetSelection:
 def condition_numbers(theta_out: Tensor, subsets: Tensor) -> Tensor:
     """cond(Θ_out[S]) for a batch of row subsets ``subsets`` (``(b, k)`` long), vectorised:
     one batched SVD (``torch.linalg.svdvals``) for the whole batch."""
+    theta_out = as_tensor("theta_out", theta_out, where="condition_numbers", ndim=2, min_rows=1, dtype=torch.float64)
+    check_finite("theta_out", theta_out, "condition_numbers")
+    subsets = as_tensor("subsets", subsets, where="condition_numbers", ndim=2, dtype=torch.long)
     s = torch.linalg.svdvals(theta_out[subsets])
     return s[:, 0] / s[:, -1]
 
@@ -336,6 +364,11 @@ def select_messages(messages: Messages | Tensor, size: int | None = None, *, tim
         ValueError: fewer than ``size`` usable messages, or a singular Θ_out.
     """
     t0 = time.perf_counter()
+    check_seed("seed", seed, "select_messages")
+    for name, v in (("restarts", restarts), ("max_swaps", max_swaps)):
+        check_int(name, v, "select_messages", minimum=0)
+    for name, v in (("top", top), ("chunk", chunk)):
+        check_int(name, v, "select_messages", minimum=1)
     deadline = math.inf if time_budget is None else t0 + time_budget
     A = _as_theta_out(messages)
     n, p = A.shape
@@ -382,11 +415,17 @@ def random_subset_search(messages: Messages | Tensor, n_subsets: int = 10**7, si
     of ``batch_size`` (one batched SVD each), about 2 minutes per 10^7 subsets of 12 rows on
     one CPU core pair, instead of ~18 minutes for a Python loop over ``numpy.linalg.cond``."""
     t0 = time.perf_counter()
+    check_int("n_subsets", n_subsets, "random_subset_search", minimum=1)
+    check_int("batch_size", batch_size, "random_subset_search", minimum=1)
+    check_seed("seed", seed, "random_subset_search")
     A = _as_theta_out(messages)
     n, p = A.shape
     k = p if size is None else int(size)
+    if k < p:
+        raise ValueError(f"size must be at least d+1 = {p} (a smaller subset leaves Θ_out singular), got {size}.")
     usable = _check_usable(A, k)
     A_u = A[usable]
+    _check_rank(A_u)
     m = A_u.shape[0]
     gen = make_generator(seed)
     best_rows, best_cond, done, history = None, math.inf, 0, []
@@ -526,6 +565,10 @@ def learned_mapping_reconstruction_batch(
     See :func:`learned_mapping_reconstruction` for the algorithm and the arguments;
     ``theta_init`` here is ``(b, d)``.
     """
+    check_int("hidden", hidden, "learned_mapping_reconstruction", minimum=0)
+    check_int("fit_steps", fit_steps, "learned_mapping_reconstruction", minimum=0)
+    check_int("decode_steps", decode_steps, "learned_mapping_reconstruction", minimum=0)
+    check_seed("seed", seed, "learned_mapping_reconstruction")
     pairs = [_pairs(m) for m in messages]
     if not pairs:
         raise ValueError("learned_mapping_reconstruction_batch needs at least one message set.")

@@ -34,6 +34,7 @@ from torch import Tensor
 
 from ..config import generator
 from ..federation import ClientData
+from ..validation import as_tensor, check_finite, check_int, check_seed
 from .files import DataNotFoundError
 from .splits import make_clients, train_val_split
 from .tabular import STATE_CODES, acs_fetch_command, acs_person_file, encode, load_acs_income, load_medical
@@ -93,6 +94,8 @@ def medical_task(n_clients: int = 2, seed: int = 0, val_fraction: float = 0.1) -
     """Medical (§5.1): 1,338 people, features age, sex, bmi, children, smoker, region; target
     the yearly charges in dollars; split i.i.d. over ``n_clients`` (2 in the paper); the
     adversary infers ``smoker``."""
+    check_int("n_clients", n_clients, "medical_task", minimum=1)
+    check_seed("seed", seed, "medical_task")
     df = load_medical()
     tab = encode(df, "charges", categorical=["region"], binary={"sex": "male", "smoker": "yes"},
                  standardize=["age", "bmi", "children"], name="Medical")
@@ -167,6 +170,9 @@ def heterogeneity_split(y: Tensor, is_man: Tensor, h: float, n_clients: int = 10
     D'_l goes to the first half of the clients and D'_h to the second half, in equal parts.
     h = 0.5 keeps the two clusters pure (most heterogeneous), h = 0 mixes them evenly (i.i.d.).
     """
+    y = check_finite("y", as_tensor("y", y, where="heterogeneity_split", ndim=1, min_rows=1), "heterogeneity_split")
+    is_man = as_tensor("is_man", is_man, where="heterogeneity_split", ndim=1)
+    check_seed("seed", seed, "heterogeneity_split")
     if not 0 <= h <= 0.5:
         raise ValueError(f"the heterogeneity level h must be in [0, 0.5], got {h}.")
     if n_clients < 2 or n_clients % 2:
@@ -255,6 +261,8 @@ def synthetic_census(n: int, states: Sequence[str] | None = ("LA",), seed: int =
         states: the states to draw from (two-letter codes), None for all 51 (Income-A).
         seed: the random seed.
     """
+    check_int("n", n, "synthetic_census", minimum=1)
+    check_seed("seed", seed, "synthetic_census")
     rng = np.random.default_rng(seed)
     states = list(STATE_POPULATION) if states is None else list(states)
     unknown = [s for s in states if s not in STATE_POPULATION]
@@ -330,6 +338,8 @@ def income_l_task(h: float = 0.4, *, source: str = "synthetic", n_clients: int =
     heterogeneity ``h`` (0.4 in Table 1); infer sex. ``source="acs"`` needs ``psam_p22.csv``
     (raises with the fetch command otherwise); ``"synthetic"`` draws ``n_synthetic`` people
     (the paper's Louisiana table has 15,982 records) from :func:`synthetic_census`."""
+    check_int("n_synthetic", n_synthetic, "income_l_task", minimum=1)
+    check_seed("seed", seed, "income_l_task")
     df = _income_table(source, ["LA"], n_synthetic, seed)
     tab = encode_census(df, occupation=occupation, name="Income-L")
     sex = tab.columns("SEX")
@@ -344,6 +354,8 @@ def income_a_task(fraction: float = 0.2, *, source: str = "synthetic", seed: int
     """Income-A (§5.1): 51 clients, one per state (and Puerto Rico), each a random ``fraction``
     (20%) of its state's rows; infer sex. ``"synthetic"`` draws ``n_synthetic`` people over all
     states (population-weighted) before the 20% sampling (the real table has ~1.66M rows)."""
+    check_int("n_synthetic", n_synthetic, "income_a_task", minimum=1)
+    check_seed("seed", seed, "income_a_task")
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}.")
     df = _income_table(source, None, n_synthetic, seed)

@@ -27,6 +27,9 @@ from tqdm import tqdm
 
 from .. import config
 
+CONNECT_TIMEOUT = 3.0
+"""Seconds to wait for a mirror to accept a connection before trying the next one."""
+
 DATA_ENV = "FLPRIVACY_DATA_DIR"
 OFFLINE_ENV = "FLPRIVACY_OFFLINE"
 
@@ -100,6 +103,8 @@ def verify(path: Path, checksum: str) -> None:
     if not checksum:
         return
     algo, _, expected = checksum.partition(":")
+    if algo not in ("sha256", "md5") or not expected:
+        raise ValueError(f"verify: checksum must be 'sha256:<hex>' (or 'md5:<hex>'); got {checksum!r}.")
     got = file_digest(path, algo)
     if got != expected.lower():
         raise ChecksumError(
@@ -182,6 +187,9 @@ def fetch(file: RemoteFile | str, *, root: Path | None = None, allow_download: b
     errors = []
     if allow_download:
         for url in file.urls:
+            if not reachable(url, timeout=CONNECT_TIMEOUT):  # a dead mirror costs seconds, not a 30-60 s read timeout
+                errors.append(f"{url}: host unreachable within {CONNECT_TIMEOUT:g} s")
+                continue
             try:
                 return download(url, path, file.checksum)
             except ChecksumError:
@@ -221,12 +229,15 @@ REGISTRY: dict[str, RemoteFile] = {
         RemoteFile("mnist/t10k-labels-idx1-ubyte.gz",
                    "sha256:f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
                    tuple(u + "t10k-labels-idx1-ubyte.gz" for u in _MNIST)),
-        RemoteFile("mnist/train-images-idx3-ubyte.gz", "md5:f68b3c2dcbeaaa9fbdd348bbdeb94873",
+        RemoteFile("mnist/train-images-idx3-ubyte.gz",
+                   "sha256:440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
                    tuple(u + "train-images-idx3-ubyte.gz" for u in _MNIST)),
         RemoteFile("mnist/train-labels-idx1-ubyte.gz",
                    "sha256:3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
                    tuple(u + "train-labels-idx1-ubyte.gz" for u in _MNIST)),
-        RemoteFile("cifar10/cifar-10-python.tar.gz", "md5:c58f30108f718f92721af3b95e74349a",
+        # sha256, not md5: the archive is unpickled, so its integrity check must resist forgery
+        RemoteFile("cifar10/cifar-10-python.tar.gz",
+                   "sha256:6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
                    ("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",),
                    "the original CIFAR-10 archive (163 MB), Krizhevsky 2009"),
         RemoteFile("cifar10/cifar10_test_decoded_from_jpg.npz",

@@ -25,6 +25,13 @@ class DataSourceWarning(UserWarning):
     """A loader used a documented substitute source (e.g. a lossy copy of a data set)."""
 
 
+def _check_n(n: int | None, where: str) -> None:
+    """``n`` (number of images) must be None or a positive integer: a negative slice bound
+    would silently drop images from the end instead."""
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1):
+        raise ValueError(f"{where}: n must be a positive number of images or None (all); got {n!r}.")
+
+
 def _read_idx(path: Path) -> np.ndarray:
     """Read an MNIST idx file (gzip-compressed): magic 2049 (labels) or 2051 (images)."""
     with gzip.open(path, "rb") as f:
@@ -44,6 +51,7 @@ def load_mnist(split: str = "test", n: int | None = None) -> tuple[Tensor, Tenso
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}.")
+    _check_n(n, "load_mnist")
     prefix = "t10k" if split == "test" else "train"
     images = _read_idx(fetch(f"mnist/{prefix}-images-idx3-ubyte.gz"))[:n]
     labels = _read_idx(fetch(f"mnist/{prefix}-labels-idx1-ubyte.gz"))[:n]
@@ -72,6 +80,7 @@ def load_cifar10(split: str = "test", n: int | None = None) -> tuple[Tensor, Ten
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}.")
+    _check_n(n, "load_cifar10")
     root = data_dir()
     archive = REGISTRY["cifar10/cifar-10-python.tar.gz"]
     jpg = REGISTRY["cifar10/cifar10_test_decoded_from_jpg.npz"]
@@ -97,6 +106,8 @@ def load_digits(n: int | None = None) -> tuple[Tensor, Tensor]:
     """scikit-learn's 1,797 handwritten digits, 8x8, as ``(n, 1, 8, 8)`` floats in [0, 1]
     (shipped with scikit-learn; no download)."""
     from sklearn.datasets import load_digits as _sk_digits
+
+    _check_n(n, "load_digits")
 
     d = _sk_digits()
     x = torch.tensor(d.images[:n], dtype=torch.float32).div_(16).unsqueeze(1)

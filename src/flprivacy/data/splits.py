@@ -9,11 +9,19 @@ from torch import Tensor
 
 from ..config import generator
 from ..federation import ClientData
+from ..validation import as_tensor, check_finite, check_int, check_seed
 
 
 def train_val_split(X: Tensor, y: Tensor, val_fraction: float = 0.1, seed: int = 0) -> ClientData:
     """A client's data with ``val_fraction`` of its rows held out for validation (90/10 in
     Diana et al. 2025, §5.1). At least one row stays in training."""
+    X = as_tensor("X", X, where="train_val_split", min_rows=1)
+    y = as_tensor("y", y, where="train_val_split")
+    if y.ndim == 0 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"train_val_split: X has {X.shape[0]} rows but y has shape {tuple(y.shape)}; give one target per row.")
+    check_finite("X", X, "train_val_split")
+    check_finite("y", y, "train_val_split")
+    check_seed("seed", seed, "train_val_split")
     if not 0 <= val_fraction < 1:
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}.")
     n = X.shape[0]
@@ -28,6 +36,9 @@ def train_val_split(X: Tensor, y: Tensor, val_fraction: float = 0.1, seed: int =
 def split_iid(n: int, n_clients: int, seed: int = 0, sizes: Sequence[int] | None = None) -> list[Tensor]:
     """Row indices of an i.i.d. split of ``n`` rows among ``n_clients``: a random permutation
     cut into equal parts (sizes differ by at most one), or into ``sizes`` if given."""
+    check_int("n", n, "split_iid", minimum=1)
+    check_int("n_clients", n_clients, "split_iid", minimum=1)
+    check_seed("seed", seed, "split_iid")
     if n_clients < 1 or n_clients > n:
         raise ValueError(f"cannot split {n} rows among {n_clients} clients; need 1 <= n_clients <= n.")
     perm = torch.randperm(n, generator=generator(seed))
@@ -41,6 +52,9 @@ def split_iid(n: int, n_clients: int, seed: int = 0, sizes: Sequence[int] | None
 def make_clients(X: Tensor, y: Tensor, n_clients: int, *, val_fraction: float = 0.1, seed: int = 0,
                  sizes: Sequence[int] | None = None) -> list[ClientData]:
     """Split ``(X, y)`` i.i.d. among ``n_clients``, each keeping ``val_fraction`` for validation."""
+    X = as_tensor("X", X, where="make_clients", min_rows=1)
+    y = as_tensor("y", y, where="make_clients")
+    check_seed("seed", seed, "make_clients")
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
     parts = split_iid(X.shape[0], n_clients, seed, sizes)
@@ -68,10 +82,11 @@ def xu_adult_split(df, n_clients: int = 10, age_cuts: tuple[int, int] = (38, 52)
     Returns:
         One tensor of row positions (``df.iloc`` indices) per client.
     """
+    check_seed("seed", seed, "xu_adult_split")
     import numpy as np
 
     if n_clients < 4:
-        raise ValueError(f"the split needs at least 4 clients (3 PhD clients + others), got {n_clients}.")
+        raise ValueError(f"n_clients: the split needs at least 4 clients (3 PhD clients + others), got {n_clients}.")
     missing = {"education", "age"} - set(df.columns)
     if missing:
         raise ValueError(f"df lacks the column(s) {sorted(missing)}; pass the raw Adult table (flprivacy.data.load_adult).")

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ..federation import ClientData
+from ..validation import check_int, check_seed
 
 
 @dataclass
@@ -36,6 +37,9 @@ def toy_least_squares(n_clients: int = 2, n_samples: int = 1024, n_uniform: int 
     y = x θ*[:-1] + θ*[-1] + ε with ε ~ N(0, noise_std²). (The paper writes N(0, 0.1) without
     saying whether 0.1 is the variance or the standard deviation; we take the standard deviation.)
     """
+    for name, v in (("n_clients", n_clients), ("n_samples", n_samples), ("n_uniform", n_uniform)):
+        check_int(name, v, "toy_least_squares", minimum=1)
+    check_seed("seed", seed, "toy_least_squares")
     rng = np.random.default_rng(seed)
     clients, models = [], []
     for _ in range(n_clients):
@@ -58,6 +62,9 @@ def leaf_synthetic(sizes: Sequence[int] = (280, 184, 1536, 256, 208), n_features
     x ~ N(v_c, Σ) with Σ = diag(i^{-1.2}), v_c ~ N(b_c, 1), b_c ~ N(0, 1), and labels
     y = argmax((1, x) W_c + ξ), ξ ~ N(0, 0.1²). ``models[c]`` is W_c.
     """
+    for name, v in (("n_features", n_features), ("n_classes", n_classes), ("n_clusters", n_clusters), *(("sizes", s) for s in sizes)):
+        check_int(name, v, "leaf_synthetic", minimum=1)
+    check_seed("seed", seed, "leaf_synthetic")
     rng = np.random.default_rng(seed)
     Q = rng.standard_normal((n_features + 1, n_classes, n_clusters))
     sigma = np.arange(1, n_features + 1) ** -1.2

@@ -114,6 +114,8 @@ def load_acs_income(states: Sequence[str] = ("LA",), year: int = 2018, horizon: 
             f"on a machine with internet run `{acs_fetch_command(missing, year, horizon)}`, "
             "or copy psam_pNN.csv files into that folder, or point FLPRIVACY_DATA_DIR at a folder holding them."
         )
+    for s in states:
+        validate_acs_file(acs_person_file(s, year, horizon), s)
     source = ACSDataSource(survey_year=str(year), horizon=horizon, survey="person", root_dir=str(acs_dir()))
     raw = adult_filter(source.get_data(states=states, download=False))
     df = raw[ACS_INCOME_FEATURES + ["ST", "PINCP"]].copy()
@@ -122,6 +124,39 @@ def load_acs_income(states: Sequence[str] = ("LA",), year: int = 2018, horizon: 
 
 
 ACS_HOST = "https://www2.census.gov"
+
+ACS_MIN_ROWS = 2_000
+"""Fewest person records a real 1-Year PUMS state file holds (Wyoming, the smallest state, has
+about 5,800); a smaller file is a stub or a truncated download."""
+
+ACS_REQUIRED_COLUMNS = ["ST", "PINCP", "PWGTP", *ACS_INCOME_FEATURES]
+"""Columns folktables' ACSIncome task reads (features, target, filter, state)."""
+
+
+def validate_acs_file(path: Path, state: str) -> None:
+    """Check that ``path`` looks like a real ACS PUMS person file of ``state``: the columns
+    folktables needs, the state's FIPS code in ``ST``, and at least :data:`ACS_MIN_ROWS` rows.
+
+    Raises:
+        ValueError: naming the file, what is wrong and how to fetch the real file.
+    """
+    fix = f"delete it and fetch the real file with `{acs_fetch_command([state])}`."
+    try:
+        head = pd.read_csv(path, nrows=200)
+    except (ValueError, OSError, pd.errors.ParserError) as e:
+        raise ValueError(f"ACS file {path} cannot be read as CSV ({e}); {fix}") from None
+    missing = [c for c in ACS_REQUIRED_COLUMNS if c not in head.columns]
+    if missing:
+        raise ValueError(f"ACS file {path} lacks the PUMS columns {missing}; it is not a person file; {fix}")
+    st = pd.to_numeric(head["ST"], errors="coerce")
+    if not bool((st == int(STATE_CODES[state])).all()):
+        raise ValueError(f"ACS file {path} should hold state {state} (ST = {int(STATE_CODES[state])}) but its ST column "
+                         f"holds {sorted(set(st.dropna().astype(int).tolist()))[:5]}; {fix}")
+    with open(path, "rb") as f:
+        rows = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 22), b"")) - 1
+    if rows < ACS_MIN_ROWS:
+        raise ValueError(f"ACS file {path} has {rows} rows; a real PUMS person file of a state has at least "
+                         f"{ACS_MIN_ROWS:,} (a stub or truncated file?); {fix}")
 
 
 def fetch_acs(states: Sequence[str], year: int = 2018, horizon: str = "1-Year") -> None:
@@ -182,6 +217,8 @@ def encode(
         standardize: numeric columns scaled to mean 0, standard deviation 1.
         Every other column is used as it is (must be numeric).
     """
+    if target not in df.columns:
+        raise ValueError(f"encode: target={target!r} is not a column of the table; columns: {list(df.columns)}.")
     binary = binary or {}
     cols, names, groups = [], [], {}
     for col in df.columns:

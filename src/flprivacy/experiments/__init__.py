@@ -48,9 +48,31 @@ def machine() -> dict[str, Any]:
 
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--threads N`` (default 1) to an experiment's command line; see :func:`use_threads`."""
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=seed_int, default=1,
                         help="torch threads (default 1: the operations are small, and extra threads on a busy "
                              "machine slow them down; 0 keeps torch's choice)")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (e.g. ``--seeds 3``); anything else exits non-zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """argparse type: a seed, an integer >= 0; anything else exits non-zero."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {value}")
+    return value
 
 
 def use_threads(args: argparse.Namespace) -> None:

@@ -37,5 +37,8 @@ def main(rounds: int = 30, repeats: int = 3) -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()  # no options: reject any
     res = main()
     print("wrote", save_result("bench_fedavg", res, seeds=[0], scale_="fixed"))

@@ -25,7 +25,7 @@ from ..config import at_scale
 from ..data import encode, load_adult
 from ..data.splits import train_val_split, xu_adult_split
 from ..federation import ClientData
-from . import save_result
+from . import save_result, positive_int
 from .part2_common import PAPER_ADULT, SETTINGS
 
 
@@ -103,7 +103,7 @@ def run_fig1(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, pro
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Xu & Neglia Fig. 1 on Adult")
-    p.add_argument("--seeds", type=int, default=None, help="runs per batch size (default: 10 paper, 2 quick)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="runs per batch size (default: 10 paper, 2 quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     n = args.seeds or at_scale(quick=2, paper=SETTINGS["adult_fig1"]["seeds"])

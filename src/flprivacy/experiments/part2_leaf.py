@@ -22,7 +22,7 @@ from .. import LocalSGD, eavesdrop, logistic_regression, run_fedavg
 from ..attacks.reconstruction import learned_mapping_reconstruction_batch
 from ..config import at_scale
 from ..data import leaf_synthetic
-from . import save_result
+from . import save_result, positive_int
 from .part2_common import PAPER_TABLE1, SETTINGS
 
 
@@ -59,7 +59,7 @@ def run_table1(seeds: Sequence[int], progress: bool = False) -> list[dict]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Xu & Neglia Table 1 on LEAF synthetic")
-    p.add_argument("--seeds", type=int, default=None, help="runs (default: 10 paper, 1 quick)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="runs (default: 10 paper, 1 quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     n = args.seeds or at_scale(quick=1, paper=SETTINGS["leaf_table1"]["seeds"])

@@ -35,7 +35,7 @@ from ..attacks.reconstruction import (
     select_messages,
 )
 from ..config import generator
-from . import machine, save_result
+from . import machine, positive_int, save_result
 from .part2_common import LeastSquaresSGD, local_optimum
 from .part2_toy import toy_clients
 
@@ -78,8 +78,8 @@ def plain_loop_seconds(theta_out: torch.Tensor, n: int, k: int, seed: int = 0) -
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description="subset selection vs random subsets")
-    p.add_argument("--subsets", type=int, default=10**7, help="random-subset budget (paper: 10^7)")
-    p.add_argument("--loop-sample", type=int, default=20_000, help="subsets timed for the plain-loop estimate")
+    p.add_argument("--subsets", type=positive_int, default=10**7, help="random-subset budget (paper: 10^7)")
+    p.add_argument("--loop-sample", type=positive_int, default=20_000, help="subsets timed for the plain-loop estimate")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     out = {"budget": args.subsets, "logs": {}}

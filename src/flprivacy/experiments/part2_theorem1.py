@@ -27,7 +27,7 @@ from ..attacks.reconstruction import design_matrices, reconstruct_least_squares
 from ..bounds import lambda_min_W, local_steps, theorem1_bound
 from ..config import at_scale, child_seed, generator
 from ..federation import ClientData
-from . import save_result
+from . import save_result, positive_int
 from .part2_common import SETTINGS, design, local_optimum
 
 
@@ -130,7 +130,7 @@ def run_sweeps(seeds: Sequence[int], progress: bool = False) -> list[dict]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Theorem 1 sweeps")
-    p.add_argument("--seeds", type=int, default=None, help="trials per setting (default 20 quick, 200 paper)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="trials per setting (default 20 quick, 200 paper)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     n = args.seeds or at_scale(quick=20, paper=200)

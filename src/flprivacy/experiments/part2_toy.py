@@ -29,7 +29,7 @@ from ..attacks.inference import aia_accuracy, model_based_aia
 from ..attacks.reconstruction import reconstruct_least_squares
 from ..config import at_scale, child_seed
 from ..data import toy_least_squares
-from . import save_result
+from . import save_result, positive_int
 from .part2_common import SETTINGS, LeastSquaresSGD, local_optimum
 
 READINGS = ("per-client", "shared")
@@ -97,7 +97,7 @@ def run_fig2(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, lrs
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, default=None, help="number of seeds (default: 5 at paper scale, 3 quick)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (default: 5 at paper scale, 3 quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)  # thousands of tiny products: one thread is faster on a shared CPU
     n_seeds = args.seeds or at_scale(quick=3, paper=SETTINGS["toy_fig2"]["seeds"])

@@ -15,13 +15,13 @@ import time
 
 import torch
 
-from . import add_threads_option, save_result, use_threads
+from . import add_threads_option, save_result, seed_int, use_threads
 from .part3_table1 import PAPER_SETTINGS, make_task, run_table1
 
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)

@@ -39,7 +39,7 @@ from ..config import at_scale, child_seed, generator, scale
 from ..data import encode, load_adult
 from ..data.census import ACS, SYNTHETIC, acs_available, encode_census, load_acs_income, synthetic_census
 from ..data.tabular import STATE_CODES, TabularData
-from . import add_threads_option, save_result, use_threads
+from . import add_threads_option, save_result, seed_int, use_threads
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def run(seeds: Sequence[int] | None = None, save: bool = True, progress: bool = 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", nargs="+", type=int, default=None)
+    p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)

@@ -42,7 +42,7 @@ from ..attacks.inference import (
 )
 from ..config import at_scale, child_seed, scale
 from ..data.census import FederatedTask, acs_available, income_a_task, income_l_task, medical_task
-from . import add_threads_option, save_result, use_threads
+from . import add_threads_option, save_result, seed_int, use_threads
 
 
 # ---- the paper's settings -------------------------------------------------------------------------
@@ -287,14 +287,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--task", nargs="+", default=["Medical"], choices=list(PAPER_SETTINGS))
     p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"],
                    help="for the Income tasks: the ACS files (must be present) or the synthetic census")
-    p.add_argument("--seeds", nargs="+", type=int, default=None)
+    p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
     for task in args.task:
         source = "medical" if task == "Medical" else args.source
         if source == "acs" and not acs_available(["LA"] if task == "Income-L" else list_states()):
-            continue
+            p.error(f"--source acs: the ACS files for {task} are missing (see above); fetch them, or use "
+                    "--source synthetic.")
         out = run(task, source, args.seeds)
         for row, (m, sd) in out["summary"].items():
             pm = out["paper"].get(row)

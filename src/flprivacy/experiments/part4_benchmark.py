@@ -52,5 +52,8 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()  # no options: reject any
     res = main()
     print("wrote", save_result("part4_benchmark", res, seeds=[0], scale_="fixed"))

@@ -38,7 +38,7 @@ from ..federation import ClientData, LocalSGD, run_fedavg
 from ..metrics import quality
 from ..models import FLModel, lenet5
 from ..threats import curious_client
-from . import load_result, result_path, save_result
+from . import load_result, positive_int, result_path, save_result
 
 # ---- the paper's settings (Wilson et al. 2025, §4 and App. B-F) ---------------------------------
 PAPER: dict[str, dict] = {
@@ -315,6 +315,10 @@ def _worker(case: Case) -> dict:
 
 def main(workers: int = 1, resume: bool = False, groups: list[str] | None = None) -> dict:
     name = "part4_factors"
+    known = sorted({c.group for c in grid()})
+    unknown = sorted(set(groups or ()) - set(known))
+    if unknown or (groups is not None and not groups):
+        raise ValueError(f"groups {unknown or groups} are not groups of the {scale()!r} grid; known groups: {known}.")
     cases = [c for c in grid() if groups is None or c.group in groups]
     done: dict[str, dict] = {}
     if resume and result_path(name).is_file():
@@ -356,8 +360,11 @@ def main(workers: int = 1, resume: bool = False, groups: list[str] | None = None
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=1, help="parallel processes (one torch thread each)")
+    parser.add_argument("--workers", type=positive_int, default=1, help="parallel processes (one torch thread each)")
     parser.add_argument("--resume", action="store_true", help="skip cases already in the result file")
     parser.add_argument("--groups", nargs="*", default=None, help="run only these groups (default: all)")
     args = parser.parse_args()
-    main(args.workers, args.resume, args.groups)
+    try:
+        main(args.workers, args.resume, args.groups)
+    except ValueError as e:
+        parser.error(str(e))

@@ -1,0 +1,617 @@
+"""Bad input at the public boundary: every public function either raises a clear error or
+handles the input correctly (issue 10).
+
+The public API is ENUMERATED (every function and class defined in a public ``flprivacy``
+module, names without a leading underscore), so a new function is covered by default:
+``test_every_public_callable_has_a_recipe_or_a_reason`` fails until it gets a valid-call
+recipe in :data:`RECIPES` (or a justified entry in :data:`SKIP`). From each valid call the
+sweep derives bad calls by rule, from the arguments' names and types:
+
+==================  ====================================================  ===============
+mutation            applied to                                            must
+==================  ====================================================  ===============
+numpy               a tensor argument -> ``tensor.numpy()``               convert or raise
+other_dtype         float tensor -> the other of float32 / float64        convert or raise
+nan, inf            float tensor -> first entry NaN / +inf                raise
+empty               tensor with >1 rows -> zero rows                      raise
+wrong_shape         tensor -> one column (or entry) fewer                 raise
+negative_seed       ``seed``-like int -> -1                               raise
+negative_size       size/count int (n, rounds, steps, ...) -> -5          raise
+bad_rate            learning rate-like float -> NaN and -1                raise
+unknown_name        a choice string -> "nonexistent"                      raise
+no_clients          list of ClientData -> []                              raise
+one_sample_clients  every client cut to one sample                        raise or run
+too_few_messages    ClientMessages -> its first 2 rounds                  raise or run
+==================  ====================================================  ===============
+
+"raise" means a ValueError/TypeError/KeyError (or DataNotFoundError) whose message names the
+argument; "convert" means the result equals the valid call's (within float32 rounding).
+Anything else is a *raw error* (an exception from deep inside, or one that does not name the
+argument) or a *silent* result. Per-recipe ``accept`` entries say, with a reason, where a
+mutated input is legitimately fine.
+
+Run ``python tests/test_bad_inputs.py`` for the counts (clear / handled / raw / silent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import torch
+
+import flprivacy
+
+# ---- the public API -------------------------------------------------------------------------------------
+PRIVATE_MODULES = ("flprivacy.experiments",)  # command-line scripts: their arguments are tested in test_reliability
+
+
+def public_callables() -> dict[str, object]:
+    """``{"module.name": obj}`` for every function and class defined in a public flprivacy module."""
+    out = {}
+    for info in pkgutil.walk_packages(flprivacy.__path__, "flprivacy."):
+        name = info.name
+        if any(part.startswith("_") and part != "__main__" for part in name.split(".")) or name.startswith(PRIVATE_MODULES):
+            continue
+        mod = importlib.import_module(name)
+        for attr, obj in vars(mod).items():
+            if attr.startswith("_") or getattr(obj, "__module__", None) != name:
+                continue
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                out[f"{name.removeprefix('flprivacy.')}.{attr}"] = obj
+    return out
+
+
+SKIP: dict[str, str] = {
+    # result containers and records: built by the library, not by users from raw input
+    **{k: "a result/record container returned by the library" for k in (
+        "federation.Exchange", "federation.FLRun", "federation.ClientMessages", "federation.MessageLog",
+        "attacks.reconstruction.LeastSquaresReconstruction", "attacks.reconstruction.SubsetSelection",
+        "attacks.reconstruction.LearnedMappingResult", "attacks.inference.GradientAIAResult",
+        "attacks.inference.LocalOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
+        "metrics.Quality", "threats.GlobalModels", "data.census.FederatedTask", "data.synthetic.SyntheticFederation",
+        "data.synthetic.HardInstance", "data.tabular.TabularData", "data.files.RemoteFile")},
+    **{k: "an exception or warning class" for k in (
+        "data.files.DataNotFoundError", "data.files.ChecksumError", "data.images.DataSourceWarning",
+        "validation.NonFiniteError")},
+    "federation.LocalTrainer": "a typing Protocol (no code)",
+    "threats.Adversary": "an abstract base class with no arguments",
+    "models.LeNet5": "the nn.Module behind lenet5(), which is covered",
+    "attacks.reconstruction.UpdateMapping": "the network G of learned_mapping_reconstruction, which is covered",
+    "attacks.inference.GradientObjective": "the internal objective of gradient_aia, which is covered",
+    "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
+    "plotting.set_style": "figure style, no data arguments",
+    "plotting.image_grid": "figures; exercised by the notebooks",
+    "data.__main__.main": "the data command line (argparse); tested in test_data",
+    "data.files.download": "network; test_reliability covers dead mirrors and checksums",
+    "data.files.fetch": "network/files; test_data and test_reliability cover it",
+    "data.files.reachable": "network",
+    "data.files.data_dir": "no arguments (reads FLPRIVACY_DATA_DIR; tested in test_data)",
+    "data.files.file_digest": "reads a file path; covered through verify/fetch",
+    "data.tabular.fetch_acs": "network",
+    "data.tabular.load_acs_income": "needs ACS files; test_reliability checks the file validation",
+    "data.tabular.validate_acs_file": "a file check; test_reliability feeds it made-up files",
+    "data.tabular.load_medical": "no arguments", "data.tabular.acs_dir": "no arguments",
+    "config.base_seed": "no arguments (reads FLPRIVACY_SEED; tested in test_config)",
+    "config.scale": "no arguments (reads FLPRIVACY_SCALE; tested in test_config)",
+    "config.at_scale": "returns one of two values of any type",
+    "validation.as_tensor": "the checks themselves (tested in test_reliability)",
+    "validation.check_finite": "the checks themselves", "validation.check_positive": "the checks themselves",
+    "validation.check_int": "the checks themselves", "validation.check_seed": "the checks themselves",
+    "validation.check_choice": "the checks themselves",
+}
+
+
+# ---- fixtures (tiny, cached) --------------------------------------------------------------------------
+@functools.cache
+def fx() -> dict:
+    from flprivacy import ClientData, LocalSGD, curious_client, eavesdrop, lenet5, linear_regression, mlp, run_fedavg
+    from flprivacy.attacks.inference import SensitiveAttribute
+
+    g = torch.Generator().manual_seed(0)
+    lin = linear_regression(3)
+    clients = []
+    for n in (8, 7, 9):
+        X = torch.randn(n, 3, generator=g, dtype=torch.float64)
+        X[:, 2] = (torch.rand(n, generator=g) < 0.5).double()
+        clients.append(ClientData(X, X @ torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64) + 0.5
+                                  + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)))
+    run = run_fedavg(lin, clients, rounds=8, local=LocalSGD(lr=0.05), seed=0)
+    net = mlp(3, hidden=4, dtype=torch.float64)
+    cls_clients = [ClientData(c.X, (c.y > c.y.median()).long()) for c in clients]
+    clf = mlp(3, hidden=4, n_outputs=2, loss="cross_entropy", dtype=torch.float64)
+    side = 16
+    cnn = lenet5(1, 3, image_size=side)
+    imgs = torch.rand(2, 1, side, side, generator=g)
+    labels = torch.tensor([0, 2])
+    img_clients = [ClientData(imgs[:1], labels[:1]), ClientData(imgs[1:], labels[1:])]
+    img_run = run_fedavg(cnn, img_clients, rounds=2, local=LocalSGD(lr=0.1, steps=1), seed=0)
+    view = curious_client(img_run.log, 0)
+    th_cnn = img_run.log.global_models[0]
+    upd = th_cnn - img_run.log.global_models[1]
+    df_census = None
+    return dict(lin=lin, clients=clients, run=run, msgs=eavesdrop(run.log, 0), net=net, clf=clf,
+                cls_clients=cls_clients, theta=run.theta, theta_net=net.init_params(0), theta_clf=clf.init_params(0),
+                attr=SensitiveAttribute.binary(2), cnn=cnn, imgs=imgs, labels=labels, view=view, th_cnn=th_cnn,
+                upd=upd, img_run=img_run, side=side, df_census=df_census, LocalSGD=LocalSGD)
+
+
+@dataclass
+class Recipe:
+    func: Callable
+    kwargs: Callable[[], dict]
+    post: Callable | None = None  # e.g. list() for generators
+    accept: dict[str, str] = field(default_factory=dict)  # "arg:mutation" or "mutation" -> reason
+    compare: bool = True  # compare a converted call's result with the valid call's
+
+
+def _R(func, post=None, accept=None, compare=True):
+    def deco(kw):
+        return Recipe(func, kw, post, accept or {}, compare)
+    return deco
+
+
+def recipes() -> dict[str, Recipe]:
+    from flprivacy import bounds, config, federation, metrics, models, threats
+    from flprivacy.attacks import active, inference, inversion, reconstruction
+    from flprivacy.attacks._stack import LinearStack
+    from flprivacy.data import census, images, splits, synthetic, tabular
+    import flprivacy.data as data
+    from flprivacy.data import files
+
+    F = fx
+    R: dict[str, Recipe] = {}
+
+    def add(key, func, kw, **o):
+        R[key] = Recipe(func, kw, **o)
+
+    shape_free = {"wrong_shape": "any shape is valid input", "empty": "any shape is valid input"}
+    # federation
+    add("federation.n_local_steps", federation.n_local_steps, lambda: dict(n_samples=10, epochs=2, batch_size=3))
+    add("federation.batch_schedule", federation.batch_schedule, lambda: dict(n_samples=10, epochs=1, batch_size=3),
+        post=list)
+    add("federation.local_sgd", federation.local_sgd,
+        lambda: dict(model=F()["lin"], theta=F()["theta"], X=F()["clients"][0].X, y=F()["clients"][0].y, lr=0.05))
+    add("federation.client_weights", federation.client_weights, lambda: dict(clients=F()["clients"], weighting="size"))
+    add("federation.run_fedavg", federation.run_fedavg,
+        lambda: dict(model=F()["lin"], clients=F()["clients"], rounds=2, local=F()["LocalSGD"](lr=0.05), seed=0,
+                     server_lr=1.0), compare=True)
+    add("federation.ClientData", federation.ClientData, lambda: dict(X=F()["clients"][0].X, y=F()["clients"][0].y),
+        accept={"X:other_dtype": "data may be any float dtype (the model casts it)",
+                "X:wrong_shape": "a client's data knows no model; run_fedavg checks X against the model",
+                "y:other_dtype": "targets may be any float dtype (the loss casts them)"}, compare=False)
+    add("federation.LocalSGD", federation.LocalSGD, lambda: dict(lr=0.1, epochs=1, batch_size=4))
+    # models
+    add("models.linear_regression", models.linear_regression, lambda: dict(n_features=3), compare=False)
+    add("models.logistic_regression", models.logistic_regression, lambda: dict(n_features=3, n_classes=2), compare=False)
+    add("models.mlp", models.mlp, lambda: dict(n_features=3, hidden=4, n_outputs=1, loss="mse"), compare=False)
+    add("models.lenet5", models.lenet5, lambda: dict(in_channels=1, n_classes=3, image_size=16), compare=False)
+    add("models.FLModel", models.FLModel, lambda: dict(module=torch.nn.Linear(3, 1), loss="mse"), compare=False)
+    add("models.FLModel.forward", lambda theta, X: F()["net"].forward(theta, X),
+        lambda: dict(theta=F()["theta_net"], X=F()["clients"][0].X),
+        accept={"X:nan": "a forward pass may evaluate NaN inputs (training and attacks check)",
+                "X:inf": "a forward pass may evaluate inf inputs (training and attacks check)",
+                "theta:nan": "evaluating a model is not training (training and attacks check)",
+                "theta:inf": "evaluating a model is not training (training and attacks check)",
+                "X:empty": "zero rows give zero outputs"})
+    add("models.FLModel.grad", lambda theta, X, y: F()["net"].grad(theta, X, y),
+        lambda: dict(theta=F()["theta_net"], X=F()["clients"][0].X, y=F()["clients"][0].y),
+        accept={**{f"{a}:{m}": "a gradient of non-finite input is non-finite; local_sgd and run_fedavg raise"
+                   for a in ("theta", "X", "y") for m in ("nan", "inf")}})
+    add("models.FLModel.accuracy", lambda theta, X, y: F()["clf"].accuracy(theta, X, y),
+        lambda: dict(theta=F()["theta_clf"], X=F()["cls_clients"][0].X, y=F()["cls_clients"][0].y),
+        accept={**{f"{a}:{m}": "predictions of a non-finite model/input are its own business"
+                   for a in ("theta", "X") for m in ("nan", "inf")}})
+    add("models.FLModel.init_params", lambda seed: F()["net"].init_params(seed), lambda: dict(seed=0))
+    nonfinite_eval = {f"{a}:{m}": "evaluating a model is not training (training and attacks check)"
+                      for a in ("theta", "X", "y") for m in ("nan", "inf")}
+    add("models.FLModel.per_sample_loss", lambda theta, X, y: F()["net"].per_sample_loss(theta, X, y),
+        lambda: dict(theta=F()["theta_net"], X=F()["clients"][0].X, y=F()["clients"][0].y),
+        accept={**nonfinite_eval, "X:empty": "zero rows give zero losses"})
+    add("models.FLModel.predict", lambda theta, X: F()["clf"].predict(theta, X),
+        lambda: dict(theta=F()["theta_clf"], X=F()["cls_clients"][0].X),
+        accept={**nonfinite_eval, "X:empty": "zero rows give zero predictions"})
+    add("models.FLModel.to_module", lambda theta: F()["net"].to_module(theta), lambda: dict(theta=F()["theta_net"]),
+        accept={"theta:nan": "a module may hold any parameters", "theta:inf": "a module may hold any parameters"},
+        compare=False)
+    add("federation.MessageLog.client_messages", lambda client: F()["run"].log.client_messages(client),
+        lambda: dict(client=1))
+    add("federation.MessageLog.exchange", lambda round, client: F()["run"].log.exchange(round, client),
+        lambda: dict(round=2, client=1))
+    add("threats.GlobalModels.consecutive", lambda t: F()["view"].consecutive(t), lambda: dict(t=0))
+    # threats
+    add("threats.eavesdrop", threats.eavesdrop, lambda: dict(log=F()["run"].log, client=0))
+    add("threats.curious_client", threats.curious_client, lambda: dict(log=F()["run"].log, attacker=0))
+    add("threats.SendBack", threats.SendBack, lambda: dict(target=0, rounds=[2, 3]), compare=False)
+    # bounds
+    add("bounds.aia_accuracy_lower_bound", bounds.aia_accuracy_lower_bound, lambda: dict(mse=0.1, theta_s=1.0))
+    add("bounds.local_steps", bounds.local_steps, lambda: dict(E=1, S_c=10, B=4))
+    add("bounds.lambda_min_W", bounds.lambda_min_W, lambda: dict(eta=0.1, lambda_min_H=1.0, S_c=10, K=2))
+    add("bounds.theorem1_bound", bounds.theorem1_bound,
+        lambda: dict(eta=0.01, sigma=1.0, d=3, E=1, S_c=10, B=5, n_c=10, lam=0.5, delta=0.1))
+    # config
+    add("config.env", config.env, lambda: dict(name="FLPRIVACY_NOTHING_SET", default="x"))
+    add("config.seed_everything", config.seed_everything, lambda: dict(seed=0))
+    add("config.generator", config.generator, lambda: dict(seed=0), compare=False)
+    add("config.child_seed", config.child_seed, lambda: dict(seed=0))
+    # data
+    add("data.load", data.load, lambda: dict(name="digits", n=5))
+    add("data.images.load_digits", images.load_digits, lambda: dict(n=5))
+    add("data.images.load_mnist", images.load_mnist, lambda: dict(split="test", n=5))
+    add("data.images.load_cifar10", images.load_cifar10, lambda: dict(split="test", n=5))
+    add("data.splits.train_val_split", splits.train_val_split,
+        lambda: dict(X=F()["clients"][0].X, y=F()["clients"][0].y, val_fraction=0.25, seed=0), compare=False,
+        accept={"X:nan": "splitting rows does not read values", "X:inf": "splitting rows does not read values",
+                "y:nan": "splitting rows does not read values", "y:inf": "splitting rows does not read values",
+                "X:other_dtype": "any dtype can be split", "y:other_dtype": "any dtype can be split",
+                "X:wrong_shape": "any number of features can be split"})
+    add("data.splits.split_iid", splits.split_iid, lambda: dict(n=10, n_clients=3, seed=0))
+    add("data.splits.make_clients", splits.make_clients,
+        lambda: dict(X=F()["clients"][2].X, y=F()["clients"][2].y, n_clients=2, seed=0), compare=False,
+        accept={"X:nan": "splitting rows does not read values", "X:inf": "splitting rows does not read values",
+                "y:nan": "splitting rows does not read values", "y:inf": "splitting rows does not read values",
+                "X:other_dtype": "any dtype can be split", "y:other_dtype": "any dtype can be split",
+                "X:wrong_shape": "any number of features can be split"})
+    add("data.synthetic.toy_least_squares", synthetic.toy_least_squares,
+        lambda: dict(n_clients=2, n_samples=20, n_uniform=3, seed=0))
+    add("data.synthetic.leaf_synthetic", synthetic.leaf_synthetic, lambda: dict(sizes=(20, 30), n_features=4, seed=0))
+    add("data.synthetic.nesterov_hard_instance", synthetic.nesterov_hard_instance, lambda: dict(d=4, n_clients=2))
+    add("data.tabular.load_adult", tabular.load_adult, lambda: dict(split="test"))
+    add("data.tabular.acs_person_file", tabular.acs_person_file, lambda: dict(state="LA", year=2018))
+    add("data.tabular.acs_fetch_command", tabular.acs_fetch_command, lambda: dict(states=["LA"]))
+    add("data.tabular.encode", tabular.encode,
+        lambda: dict(df=__import__("pandas").DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "x"], "t": [0.0, 1, 2]}),
+                     target="t", categorical=["b"]))
+    add("data.census.medical_task", census.medical_task, lambda: dict(n_clients=2, seed=0), compare=False)
+    add("data.census.synthetic_census", census.synthetic_census, lambda: dict(n=200, seed=0))
+    add("data.census.occupation_group", census.occupation_group,
+        lambda: dict(occp=__import__("pandas").Series([10, 2000, 9900])))
+    add("data.census.encode_census", census.encode_census, lambda: dict(df=census.synthetic_census(200, seed=0)),
+        compare=False)
+    add("data.census.heterogeneity_split", census.heterogeneity_split,
+        lambda: dict(y=torch.arange(40.0), is_man=torch.arange(40) % 2 == 0, h=0.4, n_clients=4, seed=0),
+        accept={"y:other_dtype": "incomes may be any float dtype"})
+    add("data.census.acs_available", census.acs_available, lambda: dict(states=["LA"], announce=False))
+    add("data.census.income_l_task", census.income_l_task,
+        lambda: dict(h=0.4, source="synthetic", n_clients=4, seed=0, n_synthetic=400), compare=False)
+    add("data.census.income_a_task", census.income_a_task,
+        lambda: dict(fraction=0.5, source="synthetic", seed=0, n_synthetic=3000), compare=False)
+    add("data.splits.xu_adult_split", splits.xu_adult_split,
+        lambda: dict(df=__import__("pandas").DataFrame({"education": ["Doctorate", "Masters", "Bachelors"] * 5,
+                                                      "age": list(range(30, 45))}), n_clients=4, seed=0))
+    add("data.files.verify", files.verify, lambda: dict(path=__import__("pathlib").Path(__file__), checksum=""))
+    # reconstruction
+    msgs = lambda: F()["msgs"]  # noqa: E731
+    add("attacks.reconstruction.design_matrices", reconstruction.design_matrices, lambda: dict(messages=msgs()),
+        accept={"too_few_messages": "design matrices of any number of rounds are well defined"})
+    add("attacks.reconstruction.condition_number", reconstruction.condition_number,
+        lambda: dict(matrix=torch.tensor([[2.0, 0.0], [0.0, 1.0]], dtype=torch.float64)),
+        accept={"matrix:wrong_shape": "any matrix has a condition number"})
+    add("attacks.reconstruction.condition_numbers", reconstruction.condition_numbers,
+        lambda: dict(theta_out=reconstruction.design_matrices(msgs())[1], subsets=torch.tensor([[0, 1, 2, 3, 4]])),
+        accept={"subsets:wrong_shape": "subsets of any size have condition numbers",
+                "theta_out:wrong_shape": "a matrix of any width has condition numbers",
+                "theta_out:other_dtype": "a float32 copy holds rounded values, so its (large) condition numbers differ"})
+    add("attacks.reconstruction.reconstruct_least_squares", reconstruction.reconstruct_least_squares,
+        lambda: dict(messages=msgs(), subset="all"))
+    add("attacks.reconstruction.select_messages", reconstruction.select_messages,
+        lambda: dict(messages=msgs(), restarts=1, seed=0))
+    add("attacks.reconstruction.random_subset_search", reconstruction.random_subset_search,
+        lambda: dict(messages=msgs(), n_subsets=50, seed=0, batch_size=20))
+    add("attacks.reconstruction.learned_mapping_reconstruction", reconstruction.learned_mapping_reconstruction,
+        lambda: dict(messages=msgs(), hidden=4, fit_steps=3, decode_steps=3, seed=0),
+        accept={"too_few_messages": "Algo. 3 runs on any number >= 2 of messages"}, compare=False)
+    add("attacks.reconstruction.learned_mapping_reconstruction_batch",
+        reconstruction.learned_mapping_reconstruction_batch,
+        lambda: dict(messages=[msgs()], hidden=4, fit_steps=3, decode_steps=3, seed=0), compare=False)
+    # inference
+    Xa, ya = (lambda: F()["clients"][0].X), (lambda: F()["clients"][0].y)
+    add("attacks.inference.SensitiveAttribute", inference.SensitiveAttribute,
+        lambda: dict(columns=(2,), candidates=torch.tensor([[0.0], [1.0]])), compare=False,
+        accept={"candidates:other_dtype": "candidates are stored in float64",
+                "candidates:nan": "checked when used", "candidates:inf": "checked when used"})
+    add("attacks.inference.candidate_losses", inference.candidate_losses,
+        lambda: dict(model=F()["lin"], theta=F()["theta"], X=Xa(), y=ya(), attribute=F()["attr"]))
+    add("attacks.inference.model_based_aia", inference.model_based_aia,
+        lambda: dict(model=F()["lin"], theta=F()["theta"], X=Xa(), y=ya(), sensitive_columns=[2],
+                     candidates=torch.tensor([[0.0], [1.0]])))
+    add("attacks.inference.model_based_accuracy", inference.model_based_accuracy,
+        lambda: dict(model=F()["lin"], theta=F()["theta"], X=Xa(), y=ya(), attribute=F()["attr"]))
+    add("attacks.inference.aia_accuracy", inference.aia_accuracy,
+        lambda: dict(predicted=torch.tensor([0, 1, 1]), true_index=torch.tensor([0, 1, 0])))
+    add("attacks.inference.two_step_decoder", inference.two_step_decoder,
+        lambda: dict(theta=F()["theta"], X=Xa(), y=ya(), column=2))
+    add("attacks.inference.first_rounds_sets", inference.first_rounds_sets, lambda: dict(rounds=[0, 1, 2, 3]))
+    add("attacks.inference.gradient_aia", inference.gradient_aia,
+        lambda: dict(model=F()["lin"], messages=msgs(), X=Xa(), y=ya(), attribute=F()["attr"], iterations=2,
+                     learning_rates=(100.0,), seed=0),
+        accept={"too_few_messages": "the gradient-based AIA runs on any number >= 1 of messages"})
+    add("attacks.inference.optimal_local_model", inference.optimal_local_model,
+        lambda: dict(model=F()["lin"], X=Xa(), y=ya(), starts=F()["theta"], max_steps=4, pilot_steps=2,
+                     check_every=2), compare=False)
+    add("attacks.inference.optimal_local_models", inference.optimal_local_models,
+        lambda: dict(model=F()["lin"], datasets=[(Xa(), ya())], starts=[F()["theta"]], max_steps=4, pilot_steps=2,
+                     check_every=2), compare=False)
+    # active
+    add("attacks.active.AdamActive", active.AdamActive, lambda: dict(targets=[0], start_round=2, n_rounds=2, lr=0.5),
+        compare=False)
+    add("attacks.active.SendBackAll", active.SendBackAll, lambda: dict(targets=[0], rounds=[2, 3]), compare=False)
+    add("attacks.active.local_sgd_many", active.local_sgd_many,
+        lambda: dict(stack=LinearStack(F()["lin"]), thetas=[F()["theta"].expand(2, -1).clone() for _ in range(3)],
+                     clients=F()["clients"], local=F()["LocalSGD"](lr=0.05),
+                     gens=[config.generator(c) for c in range(3)]))
+    add("attacks.active.simulate_adam_active", active.simulate_adam_active,
+        lambda: dict(model=F()["lin"], clients=F()["clients"], starts=[F()["theta"]] * 3,
+                     local=F()["LocalSGD"](lr=0.05), n_rounds=2, lr=torch.tensor([0.1, 0.2]),
+                     beta1=torch.tensor([0.9, 0.8]), beta2=torch.tensor([0.99, 0.9]), seed=0))
+    add("attacks.active.tune_adam_active", active.tune_adam_active,
+        lambda: dict(model=F()["lin"], clients=F()["clients"], starts=[F()["theta"]] * 3,
+                     local=F()["LocalSGD"](lr=0.05), n_rounds=2, n_trials=2, batch=2, seed=0), compare=False)
+    # inversion
+    cnn, side = (lambda: F()["cnn"]), (lambda: F()["side"])
+    add("attacks.inversion.dlg_init", inversion.dlg_init, lambda: dict(model=cnn(), seed=0, scale=0.5))
+    add("attacks.inversion.dummy_latent", inversion.dummy_latent,
+        lambda: dict(n=2, image_shape=(1, side(), side()), scale_factor=4, init="uniform"), compare=False)
+    add("attacks.inversion.decode_dummy", inversion.decode_dummy,
+        lambda: dict(latent=torch.rand(2, 1, 4, 4), image_shape=(1, side(), side())),
+        accept={"latent:nan": "decoding is interpolation; invert_update checks its objective",
+                "latent:inf": "decoding is interpolation; invert_update checks its objective"})
+    add("attacks.inversion.total_variation", inversion.total_variation, lambda: dict(images=F()["imgs"]),
+        accept={**shape_free, "images:nan": "a measure of its input", "images:inf": "a measure of its input"})
+    add("attacks.inversion.last_layer", inversion.last_layer, lambda: dict(model=cnn(), vector=F()["upd"]),
+        accept={"vector:nan": "slicing a vector", "vector:inf": "slicing a vector"})
+    add("attacks.inversion.idlg_label", inversion.idlg_label, lambda: dict(model=cnn(), update=F()["upd"]))
+    add("attacks.inversion.restore_label_counts", inversion.restore_label_counts,
+        lambda: dict(model=cnn(), theta=F()["th_cnn"], update=F()["upd"], n_images=2, lr=0.1, steps=1,
+                     probe=F()["imgs"]))
+    add("attacks.inversion.labels_from_counts", inversion.labels_from_counts, lambda: dict(counts=torch.tensor([1, 0, 2])),
+        accept={"counts:wrong_shape": "any number of classes"})
+    add("attacks.inversion.replay_update", inversion.replay_update,
+        lambda: dict(model=cnn(), theta=F()["th_cnn"], X=F()["imgs"], y=F()["labels"], lr=0.1, steps=1))
+    add("attacks.inversion.update_distance", inversion.update_distance,
+        lambda: dict(pred=F()["upd"], target=F()["upd"] * 0.9, kind="l2"))
+    add("attacks.inversion.invert_update", inversion.invert_update,
+        lambda: dict(model=cnn(), theta=F()["th_cnn"], target=F()["upd"], image_shape=(1, side(), side()),
+                     labels=F()["labels"], lr=0.1, steps=1, iterations=2, seed=0), compare=False,
+        accept={"labels:wrong_shape": "the labels define how many images are reconstructed"})
+    add("attacks.inversion.curious_client_attack", inversion.curious_client_attack,
+        lambda: dict(model=cnn(), view=F()["view"], t=0, image_shape=(1, side(), side()), local_lr=0.1,
+                     local_steps=1, labels=F()["labels"], iterations=2, scale_factor=4, seed=0), compare=False)
+    add("attacks.inversion.own_image_score", inversion.own_image_score,
+        lambda: dict(reconstruction=inversion.Reconstruction(F()["imgs"], F()["labels"], [0.0], 0.0),
+                     own_images=F()["imgs"][:1]))
+    add("attacks.inversion.super_client_divergence", inversion.super_client_divergence,
+        lambda: dict(model=F()["clf"], theta=F()["theta_clf"],
+                     clients=[(c.X, c.y) for c in F()["cls_clients"]], lr=0.1, steps=2))
+    add("attacks.inversion.jacobian_gradient_covariance", inversion.jacobian_gradient_covariance,
+        lambda: dict(model=F()["clf"], theta=F()["theta_clf"], X=F()["cls_clients"][0].X, y=F()["cls_clients"][0].y))
+    add("attacks.inversion.lemma1_prediction", inversion.lemma1_prediction,
+        lambda: dict(cov=torch.ones(3), lr=0.1, steps=3, n_clients=4, n_images=8),
+        accept={"cov:nan": "a closed-form scaling of its input", "cov:inf": "a closed-form scaling of its input",
+                **shape_free})
+    # metrics
+    a, b = (lambda: F()["imgs"]), (lambda: (F()["imgs"] * 0.9 + 0.05))
+    add("metrics.mse", metrics.mse, lambda: dict(x=a(), y=b()))
+    add("metrics.psnr", metrics.psnr, lambda: dict(x=a(), y=b()))
+    add("metrics.ssim", metrics.ssim, lambda: dict(x=a(), y=b()))
+    add("metrics.match_images", metrics.match_images, lambda: dict(reconstructions=b(), truth=a()),
+        accept={"reconstructions:empty": "", "truth:empty": ""} and {})
+    add("metrics.quality", metrics.quality, lambda: dict(reconstructions=b(), truth=a()))
+    return R
+
+
+# ---- mutations --------------------------------------------------------------------------------------------
+SEED_NAMES = {"seed"}
+SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_clients", "n_images", "n_rounds",
+              "n_subsets", "n_trials", "batch", "iterations", "fit_steps", "decode_steps", "hidden", "n_features",
+              "n_classes", "n_outputs", "in_channels", "image_size", "E", "S_c", "B", "K", "d", "n_c", "max_steps",
+              "pilot_steps", "check_every", "chunk", "n_uniform", "restarts", "local_steps", "n_synthetic",
+              "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor", "round"}
+RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "attack_lr", "val_fraction", "h", "sigma",
+              "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range"}
+CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
+                "state", "source", "occupation", "decode_optimizer", "on_singular", "target"}
+
+
+def _mutations(name: str, value):
+    from flprivacy import ClientData
+    from flprivacy.federation import ClientMessages
+
+    if isinstance(value, torch.Tensor):
+        v = value.detach()
+        yield "numpy", v.numpy(), "convert"
+        if v.is_floating_point():
+            yield "other_dtype", v.to(torch.float32 if v.dtype == torch.float64 else torch.float64), "convert"
+            for kind, bad in (("nan", math.nan), ("inf", math.inf)):
+                w = v.clone()
+                w.view(-1)[0] = bad
+                yield kind, w, "raise"
+        if v.ndim >= 1 and v.shape[0] > 1:
+            yield "empty", v[:0], "raise"
+        if v.ndim >= 2:
+            yield "wrong_shape", v[..., :-1], "raise"
+        elif v.ndim == 1 and v.numel() > 1:
+            yield "wrong_shape", v[:-1], "raise"
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if name in SEED_NAMES:
+            yield "negative_seed", -1, "raise"
+        elif name in SIZE_NAMES:
+            yield "negative_size", -5, "raise"
+    elif isinstance(value, float):
+        if name in RATE_NAMES:
+            yield "bad_rate", math.nan, "raise"
+            yield "bad_rate", -1.0, "raise"
+    elif isinstance(value, str):
+        if name in CHOICE_NAMES:
+            yield "unknown_name", "nonexistent", "raise"
+    elif isinstance(value, list) and value and all(isinstance(c, ClientData) for c in value):
+        yield "no_clients", [], "raise"
+        yield "one_sample_clients", [ClientData(c.X[:1], c.y[:1]) for c in value], "either"
+    elif isinstance(value, ClientMessages):
+        yield "too_few_messages", value.select(slice(0, 2)), "raise"
+
+
+# ---- classification ---------------------------------------------------------------------------------------
+CLEAR_TYPES = (ValueError, TypeError, KeyError, LookupError, FileNotFoundError)
+ALIASES = {"theta": ("θ",), "messages": ("Θ_out", "rounds", "message"), "matrix": ("Θ_out",),
+           "theta_out": ("Θ_out",), "clients": ("client",), "sensitive_columns": ("sensitive",),
+           "counts": ("count",)}
+
+
+def names_argument(msg: str, arg: str) -> bool:
+    for token in (arg, *ALIASES.get(arg, ())):
+        if re.search(rf"(?<![A-Za-z0-9_]){re.escape(token)}(?![A-Za-z0-9_])", msg):
+            return True
+    return False
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
+            return False
+        if not a.is_floating_point() and not b.is_floating_point():
+            return bool(torch.equal(a, b))
+        return bool(torch.allclose(a.double(), b.double(), rtol=1e-3, atol=1e-5))
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-6)
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return all(_close(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+                   if "second" not in f.name and "time" not in f.name)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    return True  # other objects (models, logs, studies): not compared
+
+
+def _finite(x) -> bool:
+    if isinstance(x, torch.Tensor):
+        return not x.is_floating_point() or bool(torch.isfinite(x).all())
+    if isinstance(x, float):
+        return not math.isnan(x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return all(_finite(getattr(x, f.name)) for f in dataclasses.fields(x))
+    if isinstance(x, (list, tuple)):
+        return all(_finite(y) for y in x)
+    return True
+
+
+@dataclass
+class Case:
+    recipe: str
+    arg: str
+    mutation: str
+    outcome: str  # clear | handled | raw | silent | accepted
+    detail: str = ""
+
+
+def _call(r: Recipe, kw: dict):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = r.func(**kw)
+        return r.post(out) if r.post else out
+
+
+def sweep(only: set[str] | None = None) -> tuple[list[Case], list[str]]:
+    cases, broken = [], []
+    for key, r in recipes().items():
+        if only and key not in only:
+            continue
+        try:
+            base_kw = r.kwargs()
+            base = _call(r, base_kw)
+        except Exception as e:  # the valid call itself fails (e.g. a data file is absent)
+            broken.append(f"{key}: {type(e).__name__}: {str(e)[:100]}")
+            continue
+        for arg, value in base_kw.items():
+            for mutation, bad, want in _mutations(arg, value):
+                acc = r.accept.get(f"{arg}:{mutation}") or r.accept.get(mutation)
+                kw = dict(r.kwargs())
+                kw[arg] = bad
+                try:
+                    out = _call(r, kw)
+                except CLEAR_TYPES as e:
+                    ok = names_argument(str(e), arg)
+                    cases.append(Case(key, arg, mutation, "clear" if ok else "raw", f"{type(e).__name__}: {e}"[:200]))
+                    continue
+                except Exception as e:  # noqa: BLE001
+                    cases.append(Case(key, arg, mutation, "raw", f"{type(e).__name__}: {e}"[:200]))
+                    continue
+                if acc is not None:
+                    cases.append(Case(key, arg, mutation, "accepted", acc))
+                elif want == "raise":
+                    cases.append(Case(key, arg, mutation, "silent", f"returned {type(out).__name__}"))
+                elif want == "convert":
+                    good = (not r.compare) or _close(out, base)
+                    cases.append(Case(key, arg, mutation, "handled" if good and _finite(out) else "silent",
+                                      "" if good else "result differs from the valid call's"))
+                else:  # either
+                    cases.append(Case(key, arg, mutation, "handled" if _finite(out) else "silent", ""))
+    return cases, broken
+
+
+def counts(cases: list[Case]) -> dict[str, int]:
+    out = {k: 0 for k in ("clear", "handled", "accepted", "raw", "silent")}
+    for c in cases:
+        out[c.outcome] += 1
+    return out
+
+
+# ---- tests -----------------------------------------------------------------------------------------------
+def test_every_public_callable_has_a_recipe_or_a_reason():
+    api = public_callables()
+    covered = set(recipes()) | set(SKIP)
+    missing = sorted(k for k in api if k not in covered)
+    assert not missing, (f"public callables without a bad-input recipe or a SKIP reason: {missing}. Add a valid call "
+                         "to recipes() in tests/test_bad_inputs.py (the sweep then derives the bad ones), or a "
+                         "justified SKIP entry.")
+    stale = sorted(k for k in SKIP if k not in api)
+    assert not stale, f"SKIP names callables that no longer exist: {stale}"
+    assert all(reason for reason in SKIP.values())
+
+
+@pytest.fixture(scope="module")
+def swept():
+    return sweep()
+
+
+def test_no_bad_input_passes_silently(swept):
+    cases, _ = swept
+    silent = [f"{c.recipe}({c.arg}: {c.mutation}) {c.detail}" for c in cases if c.outcome == "silent"]
+    assert not silent, "bad input returned a result silently:\n" + "\n".join(silent)
+
+
+def test_no_bad_input_raises_a_raw_error(swept):
+    cases, _ = swept
+    raw = [f"{c.recipe}({c.arg}: {c.mutation}) -> {c.detail}" for c in cases if c.outcome == "raw"]
+    assert not raw, "bad input raised an error that does not name the argument:\n" + "\n".join(raw)
+
+
+def test_the_sweep_ran_on_most_recipes(swept):
+    cases, broken = swept
+    # only a data loader whose file is absent from FLPRIVACY_DATA_DIR may fail its valid call
+    assert all("DataNotFoundError" in b for b in broken), broken
+    assert len({c.recipe for c in cases}) >= 70 and len(cases) >= 300
+
+
+if __name__ == "__main__":
+    cs, br = sweep()
+    print(counts(cs), f"{len(cs)} cases on {len({c.recipe for c in cs})} callables")
+    for c in cs:
+        if c.outcome in ("raw", "silent") or "-v" in sys.argv:
+            print(f"{c.outcome:8s} {c.recipe}({c.arg}: {c.mutation}) {c.detail[:150]}")
+    for b in br:
+        print("BROKEN  ", b)
