@@ -493,7 +493,7 @@ class FLRun:
 
 # ---- Algorithm 1: the server -----------------------------------------------------------------
 def client_weights(clients: Sequence[ClientData], weighting: Literal["size", "uniform"]) -> Tensor:
-    """p_c of eq. (1): proportional to S_c (``"size"``) or 1/|C| (``"uniform"``)."""
+    """p_c of eq. (1): proportional to S_c (``"size"``) or 1/``|C|`` (``"uniform"``)."""
     if len(clients) == 0:
         raise ValueError("client_weights: clients is empty; give at least one ClientData.")
     if weighting == "size":
@@ -536,7 +536,7 @@ def run_fedavg(
         rounds: number of rounds T.
         local: the client's update, e.g. ``LocalSGD(lr=..., epochs=..., batch_size=...)``.
         server_lr: global learning rate η_g (1 gives plain averaging).
-        clients_per_round: |C_s^t|; None for full participation.
+        clients_per_round: ``|C_s^t|``; None for full participation.
         weighting: p_c by dataset size or uniform (eq. 1).
         seed: seeds θ^0 (unless given), client sampling and every client's batch shuffling
             (each client has its own stream, so one client's randomness does not depend on

@@ -259,6 +259,7 @@ class LeNet5(nn.Module):
         )
 
     def forward(self, x: Tensor) -> Tensor:
+        """Class logits of a batch of images ``(n, C, H, W)``."""
         return self.classifier(self.features(x))
 
 

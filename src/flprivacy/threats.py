@@ -101,6 +101,7 @@ class Adversary:
     aggregate_forged: bool = False
 
     def forge(self, round: int, client: int, global_model: Tensor, log: MessageLog) -> Tensor | None:
+        """The model to send ``client`` in ``round`` instead of ``global_model``, or ``None``."""
         return None
 
 

@@ -32,9 +32,9 @@ from ..validation import NonFiniteError, as_tensor, check_finite, check_int, che
 from ._stack import LinearStack
 
 ADAM_LR_RANGE: tuple[float, float] = (0.1, 50.0)
-"""App. B.5: Adam's learning rate is tuned in [0.1, 50] (log scale)."""
+"""Range in which Adam's learning rate is tuned, on a log scale (App. B.5)."""
 ADAM_BETA_RANGE: tuple[float, float] = (0.6, 0.999)
-"""App. B.5: β1 and β2 are tuned in [0.6, 0.999]."""
+"""Range in which β1 and β2 are tuned (App. B.5)."""
 
 
 @dataclass
@@ -57,7 +57,7 @@ class AdamActive(Adversary):
     Args:
         targets: attacked clients.
         start_round: first attack round.
-        n_rounds: number of attack rounds |T_c^a| (consecutive from ``start_round``).
+        n_rounds: number of attack rounds ``|T_c^a|`` (consecutive from ``start_round``).
         lr, betas, eps: Adam's hyper-parameters (tune them with :func:`tune_adam_active`).
         init_models: optional ``{client: θ}`` to start from (e.g. when the attack phase is a
             separate :func:`~flprivacy.federation.run_fedavg` call continuing a passive run).

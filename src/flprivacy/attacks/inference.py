@@ -18,7 +18,7 @@ public target. The adversary knows the public part and wants s(i).
   run to convergence on her data (an oracle): :func:`optimal_local_model`.
 
 The attacks that run on a model made of linear layers (linear and logistic regression, the MLP)
-evaluate many parameter vectors at once (:mod:`._stack`); that is what makes the paper's grids
+evaluate many parameter vectors at once (module ``_stack``); that is what makes the paper's grids
 affordable on a CPU.
 """
 
@@ -275,7 +275,7 @@ def two_step_decoder(theta: Tensor, X: Tensor, y: Tensor, column: int, values: t
 
 # ---- gradient-based AIA (eq. 2) -------------------------------------------------------------------
 ROUND_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
-"""F of App. B.5: the candidate round sets are the first max(1, ⌊f |T_c|⌋) rounds, f ∈ F."""
+"""The fractions F of App. B.5; the candidate round sets are the first max(1, floor(f · ``|T_c|``)) rounds, f in F."""
 
 GRAD_LEARNING_RATES: tuple[float, ...] = (1e2, 1e3, 1e4, 1e5, 1e6)
 """The SGD learning rates of the Gumbel-softmax optimisation, {10^n, n = 2..6} (App. B.5)."""
@@ -283,7 +283,7 @@ GRAD_LEARNING_RATES: tuple[float, ...] = (1e2, 1e3, 1e4, 1e5, 1e6)
 
 def first_rounds_sets(rounds: Sequence[int] | Tensor, fractions: Sequence[float] = ROUND_FRACTIONS,
                       ) -> list[tuple[int, ...]]:
-    """The round sets {first max(1, ⌊f |T|⌋) rounds of T, f ∈ fractions} (App. B.5), without
+    """The round sets {first max(1, floor(f · ``|T|``)) rounds of T, f ∈ fractions} (App. B.5), without
     duplicates, smallest first. ``rounds`` is T in the order the rounds happened."""
     rounds = [int(r) for r in (rounds.tolist() if isinstance(rounds, Tensor) else rounds)]
     if not rounds:

@@ -25,7 +25,7 @@ LOADERS: dict[str, Callable] = {
 
 
 def load(name: str, **kwargs):
-    """Load a data set by name (one of :data:`LOADERS`), passing ``kwargs`` to its loader."""
+    """Load a data set by name (one of ``LOADERS``), passing ``kwargs`` to its loader."""
     if name not in LOADERS:
         raise ValueError(f"name: unknown data set {name!r}; known data sets: {', '.join(LOADERS)}.")
     return LOADERS[name](**kwargs)

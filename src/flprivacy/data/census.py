@@ -2,21 +2,21 @@
 
 Three tasks, each a list of clients with a sensitive attribute to infer:
 
-=========  ===========================================================  ===================
-task       clients                                                      attribute
-=========  ===========================================================  ===================
-Medical    the insurance table (Lantz 2013) split i.i.d. over 2 clients  smoker
-Income-L   ACS Income, Louisiana, 10 clients split by Alg. 5 with        sex
-           heterogeneity level h (App. B.4)
-Income-A   ACS Income, 51 clients = the 50 states and Puerto Rico,      sex
-           each a random 20% of its state's rows
-=========  ===========================================================  ===================
+========  ==============================================================  =========
+task      clients                                                         attribute
+========  ==============================================================  =========
+Medical   the insurance table (Lantz 2013) split i.i.d. over 2 clients    smoker
+Income-L  ACS Income, Louisiana, 10 clients split by Alg. 5 with          sex
+          heterogeneity level h (App. B.4)
+Income-A  ACS Income, 51 clients = the 50 states and Puerto Rico,         sex
+          each a random 20% of its state's rows
+========  ==============================================================  =========
 
 Every client keeps 90% of its rows for training and 10% for validation (§5.1). The target is
 the raw medical charge or income in dollars, as in the authors' code (their learning rates,
 App. B.5, are tuned for it); numeric features are standardised.
 
-ACS Income cannot be downloaded on every machine (:func:`flprivacy.data.load_acs_income` says
+ACS Income cannot be downloaded on every machine (:func:`flprivacy.data.tabular.load_acs_income` says
 which file is missing and how to fetch it). :func:`synthetic_census` generates rows with the
 same columns from a documented causal model, so that the same pipeline (encoding, Alg. 5,
 training, attacks) runs on it; results on it are labelled "synthetic census", never "ACS".
@@ -166,7 +166,7 @@ def heterogeneity_split(y: Tensor, is_man: Tensor, h: float, n_clients: int = 10
     """Row indices of the clients of Alg. 5 (Diana et al. App. B.4), heterogeneity level h.
 
     D_h holds rich men and poor women (income above / at most the median), D_l the others;
-    both are cut to k = min(|D_h|, |D_l|) random rows; a random (0.5 - h)k of each are swapped;
+    both are cut to k = min(``|D_h|``, ``|D_l|``) random rows; a random (0.5 - h)k of each are swapped;
     D'_l goes to the first half of the clients and D'_h to the second half, in equal parts.
     h = 0.5 keeps the two clusters pure (most heterogeneous), h = 0 mixes them evenly (i.i.d.).
     """

@@ -3,7 +3,7 @@
 The data directory is ``$FLPRIVACY_DATA_DIR`` if set, else ``data/cache`` in the project
 checkout (or ``~/.cache/flprivacy`` for an installed, non-editable package). Files sit at
 fixed relative paths (``medical/insurance.csv``, ``adult/adult.data``, ...), listed in
-:data:`REGISTRY` with their checksum and original public source.
+``REGISTRY`` with their checksum and original public source.
 
 :func:`fetch` returns the path of a file, downloading it from its source into the data
 directory when it is missing and the network allows, and checks the checksum. When it cannot,
@@ -121,7 +121,7 @@ def download(url: str, dest: Path, checksum: str = "", timeout: float = 30.0) ->
 
     Raises:
         ChecksumError: the downloaded bytes do not match (nothing is written to ``dest``).
-        urllib.error.URLError / OSError: the network failed.
+        OSError: the network failed (``urllib.error.URLError`` is one).
     """
     with urllib.request.urlopen(url, timeout=timeout) as resp:  # fails before anything is written
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -161,7 +161,7 @@ def fetch(file: RemoteFile | str, *, root: Path | None = None, allow_download: b
     """Path of a registered data file, downloading it if it is missing.
 
     Args:
-        file: a :class:`RemoteFile` or the relative path of one in :data:`REGISTRY`.
+        file: a :class:`RemoteFile` or the relative path of one in ``REGISTRY``.
         root: data directory (default :func:`data_dir`).
         allow_download: try the sources when the file is missing (default: yes, unless
             ``FLPRIVACY_OFFLINE=1``).

@@ -72,7 +72,7 @@ def xu_adult_split(df, n_clients: int = 10, age_cuts: tuple[int, int] = (38, 52)
     remaining ``n_clients - 3`` clients.
 
     Args:
-        df: the Adult table (e.g. :func:`flprivacy.data.load_adult` with ``split="all"``), with
+        df: the Adult table (e.g. :func:`flprivacy.data.tabular.load_adult` with ``split="all"``), with
             columns ``education`` and ``age``.
         n_clients: total number of clients (10 in the paper); at least 4.
         age_cuts: (a, b): client 0 gets PhDs younger than a, client 1 those aged a..b, client 2

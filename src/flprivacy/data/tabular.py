@@ -215,7 +215,8 @@ def encode(
         categorical: columns one-hot encoded (one column per value, sorted).
         binary: ``{column: positive_value}``: columns encoded as 1 where equal to the value, else 0.
         standardize: numeric columns scaled to mean 0, standard deviation 1.
-        Every other column is used as it is (must be numeric).
+
+    Every other column is used as it is (it must be numeric).
     """
     if target not in df.columns:
         raise ValueError(f"encode: target={target!r} is not a column of the table; columns: {list(df.columns)}.")

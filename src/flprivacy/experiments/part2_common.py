@@ -23,7 +23,7 @@ class LeastSquaresSGD(LocalSGD):
 
     Same hyper-parameters, mini-batches and random stream as :class:`flprivacy.LocalSGD` (both
     follow :func:`flprivacy.federation.batch_schedule`), but the mini-batch gradient
-    (2/|b|) X_bᵀ(X_b θ - y_b) is computed directly instead of through autograd: about ten times
+    (2/``|b|``) X_bᵀ(X_b θ - y_b) is computed directly instead of through autograd: about ten times
     faster for the thousands of short runs of Part II. ``tests/test_part2_common.py`` checks it
     against :class:`~flprivacy.LocalSGD` to 1e-12. θ = (w, b) with the bias last, as
     :func:`flprivacy.linear_regression`.

@@ -44,7 +44,7 @@ def batched_replies(data: ClientData, sent: Tensor, lr: float, batch_size: int, 
                     generator: torch.Generator | None = None) -> Tensor:
     """The client's Alg. 2 replies to many sent models at once (one row each), vectorised:
     every reply reshuffles its own mini-batches each epoch (``argsort`` of uniform keys), then
-    takes ⌈S_c/B⌉ steps θ ← θ - η (2/|b|) X_bᵀ(X_b θ - y_b) per epoch."""
+    takes ⌈S_c/B⌉ steps θ ← θ - η (2/``|b|``) X_bᵀ(X_b θ - y_b) per epoch."""
     X1, y = design(data.X), data.y
     n_msgs, S = sent.shape[0], X1.shape[0]
     B = min(batch_size, S)

@@ -1,8 +1,8 @@
 """Fig. 1 of Diana et al. 2025: gradient-based AIA fails on regression as clients grow.
 
-Four clients, each with |D_c| rows drawn at random from a census table, train an MLP (128 ReLU
+Four clients, each with ``|D_c|`` rows drawn at random from a census table, train an MLP (128 ReLU
 units) with FedAvg (E = 1, B = 32) on a regression task (income) or a classification task
-(income above a threshold); the adversary infers every sample's sex. For each |D_c|: the
+(income above a threshold); the adversary infers every sample's sex. For each ``|D_c|``: the
 passive and active gradient-based AIA ("Grad", round set and learning rate chosen by cosine
 similarity, App. B.5) and the model-based AIA on the final global model and on each client's
 optimal local model (App. B.2).
@@ -110,7 +110,7 @@ def pools(s: Fig1Settings, seed: int) -> list[tuple[str, str, TabularData, str]]
 
 
 def run_point(tab: TabularData, sensitive: str, task: str, size: int, s: Fig1Settings, seed: int) -> dict:
-    """All curves of Fig. 1 at one |D_c| for one table and seed (accuracies in %)."""
+    """All curves of Fig. 1 at one ``|D_c|`` for one table and seed (accuracies in %)."""
     g = generator(child_seed(seed, size))
     rows = torch.randperm(tab.X.shape[0], generator=g)[: s.n_clients * size]
     if rows.numel() < s.n_clients * size:
