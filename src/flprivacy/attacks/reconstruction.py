@@ -329,6 +329,19 @@ def _swap_tall(A: Tensor, rows: Tensor, deadline: float, max_swaps: int, chunk: 
     return rows, best, evaluated
 
 
+def _subset_problem(messages: Messages | Tensor, size: int | None) -> tuple[Tensor, Tensor, int, int]:
+    """Θ_out's usable rows for a subset search of ``size`` rows (default d+1): ``(A_u, usable, d+1, size)``."""
+    A = _as_theta_out(messages)
+    p = A.shape[1]
+    k = p if size is None else int(size)
+    if k < p:
+        raise ValueError(f"size must be at least d+1 = {p} (a smaller subset leaves Θ_out singular), got {size}.")
+    usable = _check_usable(A, k)
+    A_u = A[usable]
+    _check_rank(A_u)
+    return A_u, usable, p, k
+
+
 def select_messages(messages: Messages | Tensor, size: int | None = None, *, time_budget: float | None = None,
                     restarts: int = 20, max_swaps: int = 10_000, top: int = 128, seed: int = 0,
                     chunk: int = 4096) -> SubsetSelection:
@@ -370,14 +383,7 @@ def select_messages(messages: Messages | Tensor, size: int | None = None, *, tim
     for name, v in (("top", top), ("chunk", chunk)):
         check_int(name, v, "select_messages", minimum=1)
     deadline = math.inf if time_budget is None else t0 + time_budget
-    A = _as_theta_out(messages)
-    n, p = A.shape
-    k = p if size is None else int(size)
-    if k < p:
-        raise ValueError(f"size must be at least d+1 = {p} (a smaller subset leaves Θ_out singular), got {size}.")
-    usable = _check_usable(A, k)
-    A_u = A[usable]
-    _check_rank(A_u)
+    A_u, usable, p, k = _subset_problem(messages, size)
     m = A_u.shape[0]
     gen = make_generator(seed)
     starts: list[Tensor] = []
@@ -412,20 +418,13 @@ def random_subset_search(messages: Messages | Tensor, n_subsets: int = 10**7, si
     """The reference selection of Diana et al. (App. C.1 and their code): draw ``n_subsets``
     random subsets of ``size`` (default d+1) distinct rounds and keep the one with the lowest
     cond(Θ_out). Vectorised: subsets are drawn and their condition numbers computed in batches
-    of ``batch_size`` (one batched SVD each), about 2 minutes per 10^7 subsets of 12 rows on
-    one CPU core pair, instead of ~18 minutes for a Python loop over ``numpy.linalg.cond``."""
+    of ``batch_size`` (one batched SVD each) instead of a Python loop over ``numpy.linalg.cond``;
+    the measured cost is in ``book/results/part2_subset_benchmark.json``."""
     t0 = time.perf_counter()
     check_int("n_subsets", n_subsets, "random_subset_search", minimum=1)
     check_int("batch_size", batch_size, "random_subset_search", minimum=1)
     check_seed("seed", seed, "random_subset_search")
-    A = _as_theta_out(messages)
-    n, p = A.shape
-    k = p if size is None else int(size)
-    if k < p:
-        raise ValueError(f"size must be at least d+1 = {p} (a smaller subset leaves Θ_out singular), got {size}.")
-    usable = _check_usable(A, k)
-    A_u = A[usable]
-    _check_rank(A_u)
+    A_u, usable, p, k = _subset_problem(messages, size)
     m = A_u.shape[0]
     gen = make_generator(seed)
     best_rows, best_cond, done, history = None, math.inf, 0, []
