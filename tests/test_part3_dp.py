@@ -174,3 +174,57 @@ def test_table2_settings_are_the_papers():
     assert part3_table2.PAPER_TABLE2_SETTINGS["Income-L"].heterogeneity == 0.0  # i.i.d. (App. C.1)
     assert part3_table2.PAPER_TABLE2["Medical"]["passive/Ours"][0] == 94.13
     assert part3_table3.PAPER_TABLE3["Medical"]["passive/Grad"][0] == 63.51
+
+
+# ---- the sweeps of Fig. 3 (App. B.5) and the pipelines end to end on a tiny budget -----------------
+def test_fig3_settings_follow_the_paper():
+    from dataclasses import replace
+
+    from flprivacy.experiments import part3_fig3
+
+    b = part3_fig3.PAPER_BASE
+    assert part3_fig3.settings_for("batch_size", 1024, b).lr == 3e-6
+    assert part3_fig3.settings_for("batch_size", 128, b).lr == 1e-6
+    assert part3_fig3.settings_for("batch_size", 64, b).lr == 5e-7
+    e3 = part3_fig3.settings_for("epochs", 3, b)
+    assert (e3.epochs, e3.rounds, e3.active_rounds) == (3, 34, (17,))  # T = ⌈100/E⌉, ⌈50/E⌉ active
+    assert part3_fig3.settings_for("heterogeneity", 0.1, b).heterogeneity == 0.1
+    assert part3_fig3.settings_for("start_round", 60, b).rounds == 60
+    q = part3_fig3.settings_for("batch_size", 256, replace(b, lr=4 * b.lr))
+    assert q.lr == pytest.approx(4 * 2e-6)
+    with pytest.raises(ValueError, match="unknown factor"):
+        part3_fig3.settings_for("momentum", 0.9, b)
+
+
+def _tiny(s):
+    from dataclasses import replace
+
+    return replace(s, rounds=12, active_rounds=(2,), adam_trials=2, adam_batch=2, grad_learning_rates=(1e3,),
+                   grad_iterations=2, grad_patience=None, model_wo_steps=10, seeds=(0,))
+
+
+def test_table2_pipeline_uses_alg3_for_the_passive_row():
+    from flprivacy.attacks.inference import candidate_losses
+
+    s = _tiny(part3_table2.QUICK_TABLE2_SETTINGS["Medical"])
+    task = part3_table2.make_ls_task("Medical", "medical", 0, s)
+    out = part3_table2.run_table2(task, s, 0, log=None)
+    model = linear_regression(task.n_features)
+    run = run_fedavg(model, task.clients, rounds=s.rounds + 2, seed=0,
+                     local=LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size))
+    correct = 0
+    for c, data in enumerate(task.clients):
+        th = part3_table2.alg3_estimate(run.log, c, s.rounds)
+        pred = candidate_losses(model, th, data.X, data.y, task.attribute).argmin(0)
+        correct += int((pred == task.attribute.true_index(data.X)).sum())
+    assert out["rows"]["passive/Ours"] == pytest.approx(100 * correct / sum(task.sizes))
+
+
+def test_table3_pipeline_reports_opacus_epsilon_within_budget():
+    s = _tiny(part3_table3.settings("Medical"))
+    task = medical_task(seed=0)
+    out = part3_table3.run_table3(task, s, 0, 1e6, log=None)
+    after = out["details"]["after_training"]
+    assert len(after["epsilon"]) == len(task.clients)
+    assert all(1.0 - 0.01 - 1e-9 <= e <= 1.0 for e in after["epsilon"])  # all T + A rounds planned and spent
+    assert after["max_grad_norm"] == 1e6 and after["target_delta"] == 1e-5
