@@ -287,6 +287,12 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(h=0.4, source="synthetic", n_clients=4, seed=0, n_synthetic=400), compare=False)
     add("data.census.income_a_task", census.income_a_task,
         lambda: dict(fraction=0.5, source="synthetic", seed=0, n_synthetic=3000), compare=False)
+    add("data.census.encode_census_reduced", census.encode_census_reduced,
+        lambda: dict(df=census.synthetic_census(200, seed=0)), compare=False)
+    from flprivacy import defences
+    add("defences.DPLocalSGD", defences.DPLocalSGD,
+        lambda: dict(lr=0.1, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5, total_rounds=3, epochs=1,
+                     batch_size=4, accountant="rdp"))
     add("data.splits.xu_adult_split", splits.xu_adult_split,
         lambda: dict(df=__import__("pandas").DataFrame({"education": ["Doctorate", "Masters", "Bachelors"] * 5,
                                                       "age": list(range(30, 45))}), n_clients=4, seed=0))

@@ -161,6 +161,33 @@ def encode_census(df: pd.DataFrame, *, occupation: str = "major", classification
                   standardize=["AGEP", "WKHP", "SCHL"], name=name)
 
 
+COW_GROUPS = {1: "private", 2: "private", 3: "public", 4: "public", 5: "public",
+              6: "other", 7: "other", 8: "other",
+              9: "other"}
+"""Class of worker (ACS COW codes) in the 3 groups of App. C.1: public employees, private employees, others."""
+
+
+def encode_census_reduced(df: pd.DataFrame, *, name: str = "") -> tuple:
+    """The reduced census features of the least-squares experiments (Diana et al. App. C.1).
+
+    Occupation, relationship and place of birth are dropped; race becomes one column
+    ``RAC1P=1`` (white or not) and marital status one column ``MAR=1`` (married or not); class
+    of worker is one-hot over the 3 groups of ``COW_GROUPS``; AGEP, WKHP and SCHL are
+    standardised, SEX is ``SEX=2`` (women), the target PINCP stays in dollars.
+
+    Returns:
+        :class:`flprivacy.data.tabular.TabularData`.
+    """
+    needed = ["AGEP", "COW", "SCHL", "MAR", "WKHP", "SEX", "RAC1P", "PINCP"]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ValueError(f"encode_census_reduced: the table lacks columns {missing}; it needs {needed}.")
+    t = df[needed].copy()
+    t["COW"] = pd.to_numeric(t["COW"], errors="coerce").map(COW_GROUPS).fillna("other")
+    return encode(t, "PINCP", categorical=["COW"], binary={"SEX": 2, "RAC1P": 1, "MAR": 1},
+                  standardize=["AGEP", "WKHP", "SCHL"], name=name)
+
+
 # ---- Alg. 5: the heterogeneity split of Income-L ------------------------------------------------
 def heterogeneity_split(y: Tensor, is_man: Tensor, h: float, n_clients: int = 10, seed: int = 0) -> list[Tensor]:
     """Row indices of the clients of Alg. 5 (Diana et al. App. B.4), heterogeneity level h.
@@ -332,25 +359,37 @@ def _income_table(source: str, states: Sequence[str] | None, n_synthetic: int, s
     raise ValueError(f"source must be 'acs' or 'synthetic', got {source!r}.")
 
 
+def _encode_features(df: pd.DataFrame, features: str, occupation: str, name: str):
+    if features == "full":
+        return encode_census(df, occupation=occupation, name=name)
+    if features == "reduced":
+        return encode_census_reduced(df, name=name)
+    raise ValueError(f"features must be 'full' or 'reduced' (App. C.1's least-squares features), got {features!r}.")
+
+
 def income_l_task(h: float = 0.4, *, source: str = "synthetic", n_clients: int = 10, seed: int = 0,
-                  n_synthetic: int = 15_982, occupation: str = "major", val_fraction: float = 0.1) -> FederatedTask:
+                  n_synthetic: int = 15_982, occupation: str = "major", val_fraction: float = 0.1,
+                  features: str = "full") -> FederatedTask:
     """Income-L (§5.1, App. B.4): Louisiana, ``n_clients`` clients split by Alg. 5 with
     heterogeneity ``h`` (0.4 in Table 1); infer sex. ``source="acs"`` needs ``psam_p22.csv``
     (raises with the fetch command otherwise); ``"synthetic"`` draws ``n_synthetic`` people
-    (the paper's Louisiana table has 15,982 records) from :func:`synthetic_census`."""
+    (the paper's Louisiana table has 15,982 records) from :func:`synthetic_census`.
+    ``features="reduced"`` uses :func:`encode_census_reduced` (the least-squares features of
+    App. C.1) instead of :func:`encode_census`."""
     check_int("n_synthetic", n_synthetic, "income_l_task", minimum=1)
     check_seed("seed", seed, "income_l_task")
     df = _income_table(source, ["LA"], n_synthetic, seed)
-    tab = encode_census(df, occupation=occupation, name="Income-L")
+    tab = _encode_features(df, features, occupation, "Income-L")
     sex = tab.columns("SEX")
     parts = heterogeneity_split(tab.y, tab.X[:, sex[0]] == 0, h, n_clients, seed=seed)
     clients = [train_val_split(tab.X[idx], tab.y[idx], val_fraction, seed=seed + 1 + c) for c, idx in enumerate(parts)]
     return FederatedTask("Income-L", ACS if source == "acs" else SYNTHETIC, clients, tab.feature_names, tuple(sex),
-                         torch.tensor([[0.0], [1.0]]), "sex", {"h": h, "seed": seed, "occupation": occupation})
+                         torch.tensor([[0.0], [1.0]]), "sex", {"h": h, "seed": seed, "occupation": occupation,
+                                                               "features": features})
 
 
 def income_a_task(fraction: float = 0.2, *, source: str = "synthetic", seed: int = 0, n_synthetic: int = 40_000,
-                  occupation: str = "major", val_fraction: float = 0.1) -> FederatedTask:
+                  occupation: str = "major", val_fraction: float = 0.1, features: str = "full") -> FederatedTask:
     """Income-A (§5.1): 51 clients, one per state (and Puerto Rico), each a random ``fraction``
     (20%) of its state's rows; infer sex. ``"synthetic"`` draws ``n_synthetic`` people over all
     states (population-weighted) before the 20% sampling (the real table has ~1.66M rows)."""
@@ -359,7 +398,7 @@ def income_a_task(fraction: float = 0.2, *, source: str = "synthetic", seed: int
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}.")
     df = _income_table(source, None, n_synthetic, seed)
-    tab = encode_census(df, occupation=occupation, name="Income-A")
+    tab = _encode_features(df, features, occupation, "Income-A")
     sex = tab.columns("SEX")
     g = generator(seed)
     st = torch.tensor(df["ST"].to_numpy())
@@ -371,4 +410,5 @@ def income_a_task(fraction: float = 0.2, *, source: str = "synthetic", seed: int
         names.append(code)
     return FederatedTask("Income-A", ACS if source == "acs" else SYNTHETIC, clients, tab.feature_names, tuple(sex),
                          torch.tensor([[0.0], [1.0]]), "sex", {"fraction": fraction, "state_codes": names,
-                                                               "seed": seed, "occupation": occupation})
+                                                               "seed": seed, "occupation": occupation,
+                                                               "features": features})

@@ -31,6 +31,8 @@ import torch
 from tqdm import tqdm
 
 from .. import LocalSGD, mlp, run_fedavg
+from ..federation import FLRun, LocalTrainer, MessageLog
+from ..models import FLModel
 from ..attacks.active import AdamActive, SendBackAll, tune_adam_active
 from ..attacks.inference import (
     GRAD_LEARNING_RATES,
@@ -152,8 +154,19 @@ def _grad_rows(results: list[GradientAIAResult], truths: list[torch.Tensor], siz
 
 
 def run_table1(task: FederatedTask, s: Table1Settings, seed: int, *, progress: bool = False,
-               log: Callable[[str], None] | None = None) -> dict:
+               log: Callable[[str], None] | None = None, model: FLModel | None = None,
+               local: LocalTrainer | None = None,
+               passive_estimator: Callable[[MessageLog, int, int], torch.Tensor] | None = None,
+               after_training: Callable[[FLRun], dict] | None = None) -> dict:
     """All rows of Table 1 for one task and one seed.
+
+    The same pipeline serves Tables 2 and 3 (App. C.1, C.4): ``model`` replaces the MLP (e.g.
+    :func:`flprivacy.linear_regression` for least squares); ``local`` replaces the clients'
+    :class:`LocalSGD` (e.g. :class:`flprivacy.defences.DPLocalSGD`; the adversary still tunes
+    Alg. 4 by simulating plain SGD with the same η, E, B); ``passive_estimator(log, c, T)``
+    replaces the passive estimate of client c's local model (default: her last returned model;
+    Alg. 3 for least squares); ``after_training(run)`` is called on the FedAvg run before any
+    attack and its dict is stored as ``details["after_training"]`` (e.g. Opacus's ε).
 
     Returns ``{"rows": {row: accuracy %}, "timings": {step: seconds}, "details": {...}}``
     with rows ``passive/Grad``, ``passive/Grad-w-O``, ``passive/Ours``, ``active-<r>/...`` for
@@ -175,8 +188,9 @@ def run_table1(task: FederatedTask, s: Table1Settings, seed: int, *, progress: b
     C = len(clients)
     sizes = task.sizes
     truths = [att.true_index(c.X) for c in clients]
-    model = mlp(task.n_features, s.hidden)
-    local = LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size)
+    model = mlp(task.n_features, s.hidden) if model is None else model
+    sgd = LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size)
+    local = sgd if local is None else local
     T, A = s.rounds, max(s.active_rounds)
 
     def mb_acc(thetas: Sequence[torch.Tensor]) -> float:
@@ -190,10 +204,12 @@ def run_table1(task: FederatedTask, s: Table1Settings, seed: int, *, progress: b
                      adversary=SendBackAll(range(C), range(T, T + A)), progress=progress)
     tick("training")
     rows: dict[str, float] = {}
+    details: dict = {} if after_training is None else {"after_training": after_training(run)}
     last = [run.log.last_returned(c, before=T) for c in range(C)]
-    rows["passive/Ours"] = mb_acc(last)
+    passive_models = last if passive_estimator is None else [passive_estimator(run.log, c, T) for c in range(C)]
+    rows["passive/Ours"] = mb_acc(passive_models)
     theta_T = run.log.global_models[T]
-    details: dict = {"global_model_acc": mb_acc([theta_T] * C),
+    details |= {"global_model_acc": mb_acc([theta_T] * C),
                      "train_loss_last_returned": _weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(last, clients)], sizes)}
     tick("model-based passive")
 
@@ -224,7 +240,7 @@ def run_table1(task: FederatedTask, s: Table1Settings, seed: int, *, progress: b
         allowed = list(range(n_passive)) + [n_passive + act_sets.index(rs) for rs in per_r[r]]
         g, go, details[f"active-{r}/grad_choice"] = _grad_rows(merged, truths, sizes, allowed)
         rows[f"active-{r}/Grad"], rows[f"active-{r}/Grad-w-O"] = g, go
-        tune = tune_adam_active(model, clients, last, local, r, n_trials=s.adam_trials, batch=s.adam_batch,
+        tune = tune_adam_active(model, clients, last, sgd, r, n_trials=s.adam_trials, batch=s.adam_batch,
                                 seed=child_seed(seed, 13, r))
         tick("Adam tuning (Optuna)")
         adv = AdamActive(range(C), 0, r, tune.lr, tune.betas, init_models=dict(enumerate(last)))

@@ -1,0 +1,116 @@
+"""Fig. 3 and App. C.2-C.3 of Diana et al. 2025: what makes attribute inference stronger or weaker.
+
+On Income-L (Alg. 5 split, default heterogeneity 40 %, B = 32, E = 1), one factor varies at a
+time and the Table 1 pipeline (:func:`flprivacy.experiments.part3_table1.run_table1`) runs for
+each value:
+
+- ``heterogeneity``: h in {0, 0.1, ..., 0.5} (Alg. 5; 0 is i.i.d.), Fig. 3 left;
+- ``batch_size``: B in {32, ..., 1024} with App. B.5's learning rate for each B, Fig. 3 centre;
+- ``epochs``: E in {1, ..., 5}, with T = ⌈100/E⌉ passive and ⌈50/E⌉ active rounds, Fig. 3 right;
+- ``start_round``: the round at which the active attack starts (App. C.2, Fig. 5);
+- ``active_rounds``: the number of active rounds (App. C.3, Fig. 6) -- one run, several r.
+
+Rows as in Table 1: passive/active Grad, Grad-w-O, Ours, and Model-w-O.
+
+Commands (``FLPRIVACY_SCALE=paper`` for the paper's settings; quick by default)::
+
+    python -m flprivacy.experiments.part3_fig3 --factor heterogeneity batch_size epochs start_round active_rounds
+
+Each factor writes ``book/results/part3_fig3_<factor>_synthetic[_quick].json`` and prints its
+runtime. At paper scale one factor value costs a full Table 1 run (~15 min for Income-L on one
+core), so the whole figure is hours; the quick scale uses 4,000 synthetic people, 20 rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+
+from ..config import at_scale
+from . import add_threads_option, save_result, seed_int, use_threads
+from .part3_table1 import PAPER_SETTINGS, QUICK_SETTINGS, Table1Settings, make_task, run_table1, summarise
+
+B5_LEARNING_RATES = {32: 5e-7, 64: 5e-7, 128: 1e-6, 256: 2e-6, 512: 2e-6, 1024: 3e-6}
+"""App. B.5: Income-L learning rate for each batch size (kept when E or h vary)."""
+
+PAPER_VALUES = {"heterogeneity": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5), "batch_size": (32, 64, 128, 256, 512, 1024),
+                "epochs": (1, 2, 3, 4, 5), "start_round": (20, 40, 60, 80, 100), "active_rounds": (1, 5, 10, 20, 50)}
+QUICK_VALUES = {"heterogeneity": (0.0, 0.25, 0.5), "batch_size": (32, 128, 512), "epochs": (1, 3, 5),
+                "start_round": (5, 10, 20), "active_rounds": (1, 3, 10)}
+
+PAPER_BASE: Table1Settings = PAPER_SETTINGS["Income-L"]
+QUICK_BASE: Table1Settings = replace(QUICK_SETTINGS["Income-L"], rounds=20, active_rounds=(10,), adam_trials=5,
+                                     grad_iterations=10, model_wo_steps=200)
+"""Quick: Table 1's quick Income-L (4,000 synthetic people, lr 2e-6 = 4x the paper's for ~4x fewer
+local steps) with 20 rounds, 10 active rounds, 5 Optuna trials."""
+
+
+def base() -> Table1Settings:
+    return at_scale(quick=QUICK_BASE, paper=PAPER_BASE)
+
+
+def values(factor: str) -> tuple:
+    if factor not in PAPER_VALUES:
+        raise ValueError(f"unknown factor {factor!r}; choose from {list(PAPER_VALUES)}.")
+    return at_scale(quick=QUICK_VALUES[factor], paper=PAPER_VALUES[factor])
+
+
+def settings_for(factor: str, value, b: Table1Settings | None = None) -> Table1Settings:
+    """The settings of one point of the sweep: ``b`` (default :func:`base`) with one factor changed."""
+    b = b or base()
+    A = max(b.active_rounds)
+    lr_scale = b.lr / B5_LEARNING_RATES[32]  # quick scale raises every lr by the same factor
+    if factor == "heterogeneity":
+        return replace(b, heterogeneity=float(value))
+    if factor == "batch_size":
+        return replace(b, batch_size=int(value), lr=B5_LEARNING_RATES[int(value)] * lr_scale)
+    if factor == "epochs":
+        E = int(value)
+        return replace(b, epochs=E, rounds=math.ceil(b.rounds / E), active_rounds=(math.ceil(A / E),))
+    if factor == "start_round":
+        return replace(b, rounds=int(value))
+    if factor == "active_rounds":
+        return replace(b, active_rounds=tuple(sorted(set(int(v) for v in value))))
+    raise ValueError(f"unknown factor {factor!r}; choose from {list(PAPER_VALUES)}.")
+
+
+def sweep(factor: str, seeds: Sequence[int], vals: Sequence | None = None, source: str = "synthetic",
+          log=print) -> dict:
+    """Run Table 1's pipeline for every value of ``factor``; returns ``{"points": [...]}`` with,
+    per value, the mean and std over seeds of every row, and the runtime."""
+    vals = tuple(values(factor) if vals is None else vals)
+    points = []
+    groups = [vals] if factor == "active_rounds" else [(v,) for v in vals]
+    for group in groups:
+        value = group if factor == "active_rounds" else group[0]
+        s = settings_for(factor, value)
+        t = time.perf_counter()
+        per_seed = [run_table1(make_task("Income-L", source, seed, s), s, seed) for seed in seeds]
+        points.append({"value": list(value) if factor == "active_rounds" else value, "settings": asdict(s),
+                       "summary": summarise(per_seed), "seconds": time.perf_counter() - t})
+        if log:
+            log(f"{factor} = {value}: {points[-1]['seconds']:.1f} s")
+    return {"factor": factor, "seeds": list(seeds), "points": points}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--factor", nargs="+", default=list(PAPER_VALUES), choices=list(PAPER_VALUES))
+    p.add_argument("--seeds", nargs="+", type=seed_int, default=[0])
+    add_threads_option(p)
+    args = p.parse_args(argv)
+    use_threads(args)
+    for factor in args.factor:
+        start = time.perf_counter()
+        out = sweep(factor, args.seeds, log=lambda m: print(m, flush=True))
+        out["source"] = "synthetic census"
+        out["seconds"] = time.perf_counter() - start
+        print("wrote", save_result(f"part3_fig3_{factor}_synthetic", out, seeds=args.seeds))
+        print(f"{factor}: total runtime {out['seconds']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

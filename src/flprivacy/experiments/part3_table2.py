@@ -1,0 +1,168 @@
+"""Table 2 of Diana et al. 2025 (App. C.1): attribute inference on federated least squares.
+
+Every client solves a least-squares regression (linear model, MSE) with FedAvg, E = 1, B = 32,
+learning rate 5e-3, T = 300 rounds; Income runs on the reduced feature set of App. C.1
+(:func:`flprivacy.data.census.encode_census_reduced`) and Income-L is i.i.d. (Alg. 5 with
+h = 0). The rows are those of Table 1, from the same pipeline
+(:func:`flprivacy.experiments.part3_table1.run_table1` with ``model=linear_regression``), except
+the passive Ours: the passive adversary reconstructs the client's local optimum with Alg. 3 on
+the d + 1 messages of lowest condition number
+(:func:`flprivacy.attacks.reconstruction.reconstruct_least_squares` with ``subset="best"``)
+and runs the model-based AIA (eq. 3) on it.
+
+Difference from the paper: every client is attacked (the paper: one random client).
+
+Commands (``FLPRIVACY_SCALE=paper`` for the paper's settings; quick by default)::
+
+    python -m flprivacy.experiments.part3_table2 --task Medical --seeds 0 1 2
+    python -m flprivacy.experiments.part3_table2 --task Income-L --source synthetic
+
+Each writes ``book/results/part3_table2_<task>_<source>[_quick].json`` and prints its runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+
+import torch
+
+from ..attacks.reconstruction import reconstruct_least_squares
+from ..config import at_scale
+from ..data.census import FederatedTask, income_a_task, income_l_task, medical_task
+from ..federation import ClientData, MessageLog
+from ..models import linear_regression
+from . import add_threads_option, save_result, seed_int, use_threads
+from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, summarise
+
+PAPER_TABLE2_SETTINGS: dict[str, Table1Settings] = {
+    t: replace(PAPER_SETTINGS[t], lr=5e-3, rounds=300, heterogeneity=0.0) for t in PAPER_SETTINGS}
+"""App. C.1: least squares, lr 5e-3, E = 1, B = 32, T = 300 rounds, active +10/+50, 3 seeds."""
+
+QUICK_TABLE2_SETTINGS: dict[str, Table1Settings] = {
+    t: replace(s, rounds=60, active_rounds=(5, 15), adam_trials=10, grad_iterations=20, grad_patience=5,
+               model_wo_steps=500, n_synthetic={"Medical": None, "Income-L": 4000, "Income-A": 8000}[t], seeds=(0,))
+    for t, s in PAPER_TABLE2_SETTINGS.items()}
+"""60 rounds (still >> d + 1 messages for Alg. 3), fewer trials and rows, one seed."""
+
+PAPER_TABLE2: dict[str, dict[str, tuple[float, float]]] = {
+    "Income-L": {"passive/Grad": (53.10, 1.40), "passive/Grad-w-O": (58.19, 0.41), "passive/Ours": (59.05, 0.40),
+                 "active-10/Grad": (53.10, 1.40), "active-10/Grad-w-O": (59.06, 0.07), "active-10/Ours": (57.99, 1.71),
+                 "active-50/Grad": (53.10, 1.40), "active-50/Grad-w-O": (60.69, 0.30), "active-50/Ours": (59.10, 0.16),
+                 "Model-w-O": (59.10, 0.16)},
+    "Income-A": {"passive/Grad": (49.74, 3.17), "passive/Grad-w-O": (55.97, 0.38), "passive/Ours": (56.56, 0.41),
+                 "active-10/Grad": (49.74, 3.17), "active-10/Grad-w-O": (57.18, 0.39), "active-10/Ours": (56.44, 0.12),
+                 "active-50/Grad": (49.74, 3.17), "active-50/Grad-w-O": (57.18, 0.39), "active-50/Ours": (56.22, 0.06),
+                 "Model-w-O": (56.56, 0.41)},
+    "Medical": {"passive/Grad": (87.76, 3.80), "passive/Grad-w-O": (94.68, 0.23), "passive/Ours": (94.13, 0.16),
+                "active-10/Grad": (87.76, 3.80), "active-10/Grad-w-O": (94.68, 0.23), "active-10/Ours": (90.47, 5.12),
+                "active-50/Grad": (87.76, 3.80), "active-50/Grad-w-O": (94.68, 0.23), "active-50/Ours": (93.91, 0.08),
+                "Model-w-O": (94.13, 0.16)},
+}
+"""Diana et al. 2025, Table 2 (mean ± std over 3 runs, %; one random target client)."""
+
+
+def table2_settings(task: str) -> Table1Settings:
+    """The settings of ``task`` at the current scale."""
+    if task not in PAPER_TABLE2_SETTINGS:
+        raise ValueError(f"unknown task {task!r}; Table 2 has {list(PAPER_TABLE2_SETTINGS)}.")
+    return at_scale(quick=QUICK_TABLE2_SETTINGS[task], paper=PAPER_TABLE2_SETTINGS[task])
+
+
+REFERENCE_LEVELS = {"Medical": "region=northeast", "Income-L": "COW=other", "Income-A": "COW=other"}
+"""One level of each one-hot group is dropped (reference coding): with an intercept, a full
+one-hot group makes the design matrix rank-deficient, so the least-squares optimum is not
+unique and Alg. 3's Θ_out is singular (its rows never move along the null direction)."""
+
+
+def drop_feature(task: FederatedTask, name: str) -> FederatedTask:
+    """``task`` without the feature column ``name`` (the sensitive column is kept)."""
+    if name not in task.feature_names:
+        raise ValueError(f"drop_feature: {name!r} is not a feature of {task.name}; features: {task.feature_names}.")
+    j = task.feature_names.index(name)
+    if j in task.sensitive_columns:
+        raise ValueError(f"drop_feature: {name!r} is the sensitive attribute; it cannot be dropped.")
+    keep = [k for k in range(task.n_features) if k != j]
+    clients = [ClientData(c.X[:, keep], c.y, None if c.X_val is None else c.X_val[:, keep], c.y_val)
+               for c in task.clients]
+    sens = tuple(k - (k > j) for k in task.sensitive_columns)
+    return FederatedTask(task.name, task.source, clients, [task.feature_names[k] for k in keep], sens, task.candidates,
+                         task.attribute_name, task.meta | {"dropped": name})
+
+
+def make_ls_task(task: str, source: str, seed: int, s: Table1Settings) -> FederatedTask:
+    """The clients of ``task`` with App. C.1's features (Income: reduced set; Income-L i.i.d.),
+    one level of the one-hot group dropped (``REFERENCE_LEVELS``)."""
+    extra = {} if s.n_synthetic is None else {"n_synthetic": s.n_synthetic}
+    if task == "Medical":
+        ft = medical_task(seed=seed)
+    elif task == "Income-L":
+        ft = income_l_task(s.heterogeneity, source=source, seed=seed, features="reduced", **extra)
+    elif task == "Income-A":
+        ft = income_a_task(source=source, seed=seed, features="reduced", **extra)
+    else:
+        raise ValueError(f"unknown task {task!r}; Table 2 has {list(PAPER_TABLE2_SETTINGS)}.")
+    return drop_feature(ft, REFERENCE_LEVELS[task])
+
+
+def alg3_estimate(log: MessageLog, client: int, T: int) -> torch.Tensor:
+    """The passive adversary's estimate of client ``client``'s local optimum: Alg. 3 on the
+    d + 1 messages of rounds < T with the lowest condition number (App. C.1)."""
+    return reconstruct_least_squares(log.client_messages(client, rounds=range(T)), subset="best").theta
+
+
+def run_table2(task: FederatedTask, s: Table1Settings, seed: int, *, progress: bool = False, log=print) -> dict:
+    """All rows of Table 2 for one task and seed (the Table 1 pipeline on a linear model)."""
+    model = linear_regression(task.n_features)
+    return run_table1(task, s, seed, progress=progress, log=log, model=model, passive_estimator=alg3_estimate)
+
+
+def result_name(task: str, source: str) -> str:
+    src = {"medical": "", "acs": "_acs", "synthetic": "_synthetic"}[source]
+    return f"part3_table2_{task.lower().replace('-', '_')}{src}"
+
+
+def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = False, save: bool = True) -> dict:
+    """Table 2 for one task over seeds; saves the result file when ``save``."""
+    start = time.perf_counter()
+    s = table2_settings(task)
+    seeds = tuple(s.seeds if seeds is None else seeds)
+    per_seed = []
+    for seed in seeds:
+        t = time.perf_counter()
+        ft = make_ls_task(task, source, seed, s)
+        res = run_table2(ft, s, seed, progress=progress)
+        res["seconds"] = time.perf_counter() - t
+        res["data"] = {"task": repr(ft), "source": ft.source, "clients": len(ft.clients), "sizes": ft.sizes,
+                       "features": ft.feature_names}
+        per_seed.append(res)
+        print(f"  seed {seed}: {res['seconds']:.1f} s")
+    out = {"task": task, "source": per_seed[0]["data"]["source"], "settings": asdict(s), "seeds": list(seeds),
+           "summary": summarise(per_seed), "per_seed": per_seed, "paper": PAPER_TABLE2[task],
+           "seconds": time.perf_counter() - start}
+    if save:
+        print("wrote", save_result(result_name(task, source), out, seeds=seeds))
+    print(f"total runtime {out['seconds']:.1f} s")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", nargs="+", default=["Medical"], choices=list(PAPER_TABLE2))
+    p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"])
+    p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
+    add_threads_option(p)
+    args = p.parse_args(argv)
+    use_threads(args)
+    for task in args.task:
+        out = run(task, "medical" if task == "Medical" else args.source, args.seeds)
+        for row, (m, sd) in out["summary"].items():
+            pm = out["paper"].get(row)
+            paper = f"paper {pm[0]:6.2f} ± {pm[1]:4.2f}" if pm else "(no paper value at this scale)"
+            print(f"  {row:22s} ours {m:6.2f} ± {sd:4.2f}   {paper}")
+
+
+if __name__ == "__main__":
+    main()
