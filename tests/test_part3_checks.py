@@ -6,11 +6,18 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from flprivacy import ClientData, LocalSGD, linear_regression, mlp, run_fedavg
 from flprivacy.attacks.active import AdamActive, adam_step
-from flprivacy.attacks.inference import GradientObjective, SensitiveAttribute, gradient_aia, optimal_local_models
+from flprivacy.attacks.inference import (
+    GradientObjective,
+    SensitiveAttribute,
+    first_rounds_sets,
+    gradient_aia,
+    optimal_local_models,
+)
 from flprivacy.config import generator
 
 
@@ -77,9 +84,12 @@ def test_model_wo_adam_is_torch_adam():
     assert torch.allclose(res.theta.double(), p.detach(), rtol=0, atol=1e-10)
 
 
-def test_gumbel_softmax_iteration_matches_autograd_at_temperature_one():
+@pytest.mark.parametrize("tau", [None, 2.0])
+def test_gumbel_softmax_iteration_matches_autograd(tau):
     """One SGD iteration of gradient_aia = autograd of the straight-through Gumbel-softmax sample
-    (g = -log(-log u), τ = 1, virtual gradient = mean of per-sample gradients); τ = 10 differs."""
+    (g = -log(-log u), virtual gradient = mean of per-sample gradients), at the default temperature
+    (App. B.5: τ = 1; None) and at τ = 2 (where the softmax backward's 1/τ matters); τ = 10 differs."""
+    t_ref = 1.0 if tau is None else tau
     torch.manual_seed(0)
     net = mlp(4, 6, dtype=torch.float64)
     g = generator(3)
@@ -105,12 +115,19 @@ def test_gumbel_softmax_iteration_matches_autograd_at_temperature_one():
         W.backward(dW)
         return logits0 - lrs.view(-1, 1, 1) * a.grad, logits0, a.grad
 
-    _, l0, g0 = replay(1.0, torch.ones(1))
+    _, l0, g0 = replay(t_ref, torch.ones(1))
     scale = ((l0[..., 0] - l0[..., 1]).abs().median() / (g0[..., 0] - g0[..., 1]).abs().median()).item()
     lrs = scale * torch.logspace(-1, 1, K, dtype=obj.dtype)
+    kw = {} if tau is None else {"temperature": tau}
     res = gradient_aia(net, msgs, X, y, att, round_sets=[msgs.rounds[:3].tolist()], learning_rates=lrs.tolist(),
-                       iterations=1, seed=11)
-    ref1, _, _ = replay(1.0, lrs)
-    ref10, _, _ = replay(10.0, lrs)
+                       iterations=1, seed=11, **kw)
+    ref1, _, _ = replay(t_ref, lrs)
+    ref10, _, _ = replay(10.0 * t_ref, lrs)
     assert torch.equal(res.predictions[0], ref1.argmax(-1))
     assert not torch.equal(ref10.argmax(-1), ref1.argmax(-1))
+
+
+def test_round_sets_are_floor_fractions():
+    """App. B.5: the first max(1, ⌊f |T|⌋) rounds, f ∈ {0.01, 0.05, 0.1, 0.2, 0.5, 1}."""
+    assert [len(x) for x in first_rounds_sets(range(100))] == [1, 5, 10, 20, 50, 100]
+    assert [len(x) for x in first_rounds_sets(range(7))] == [1, 3, 7]  # ceil would give 1, 2, 4, 7
