@@ -131,3 +131,19 @@ def test_round_sets_are_floor_fractions():
     """App. B.5: the first max(1, ⌊f |T|⌋) rounds, f ∈ {0.01, 0.05, 0.1, 0.2, 0.5, 1}."""
     assert [len(x) for x in first_rounds_sets(range(100))] == [1, 5, 10, 20, 50, 100]
     assert [len(x) for x in first_rounds_sets(range(7))] == [1, 3, 7]  # ceil would give 1, 2, 4, 7
+
+
+def test_sendback_sends_the_targets_last_returned_model():
+    """The send-back attack (Part I, Part III's active Grad): in an attack round the target receives
+    her own latest returned model instead of θ^t; the other clients receive θ^t."""
+    from flprivacy import SendBack
+
+    g = generator(4)
+    clients = [ClientData(torch.randn(20, 3, generator=g, dtype=torch.float64), torch.randn(20, generator=g, dtype=torch.float64))
+               for _ in range(3)]
+    run = run_fedavg(linear_regression(3), clients, rounds=5, local=LocalSGD(lr=0.05, epochs=1, batch_size=5), seed=0,
+                     adversary=SendBack(1, rounds=range(2, 5)))
+    log = run.log
+    for r in range(2, 5):
+        assert log.exchange(r, 1).forged and torch.equal(log.exchange(r, 1).sent, log.exchange(r - 1, 1).returned)
+        assert torch.equal(log.exchange(r, 0).sent, log.global_models[r])
