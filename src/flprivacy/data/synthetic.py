@@ -52,7 +52,8 @@ def toy_least_squares(n_clients: int = 2, n_samples: int = 1024, n_uniform: int 
 
 
 def leaf_synthetic(sizes: Sequence[int] = (280, 184, 1536, 256, 208), n_features: int = 10, n_classes: int = 2,
-                   n_clusters: int = 5, seed: int = 0, dtype: torch.dtype = torch.float32) -> SyntheticFederation:
+                   n_clusters: int = 5, seed: int = 0, dtype: torch.dtype = torch.float32,
+                   labels: str = "argmax") -> SyntheticFederation:
     """LEAF's synthetic classification data (Caldas et al. 2018, App. A), as used by Xu & Neglia
     2021 (§4: 10 features, 2 classes, 5 clusters, client sizes 280/184/1536/256/208).
 
@@ -61,10 +62,30 @@ def leaf_synthetic(sizes: Sequence[int] = (280, 184, 1536, 256, 208), n_features
     to its logistic model W_c = Q u_c (bias row first). Client c picks a cluster uniformly, draws
     x ~ N(v_c, Σ) with Σ = diag(i^{-1.2}), v_c ~ N(b_c, 1), b_c ~ N(0, 1), and labels
     y = argmax((1, x) W_c + ξ), ξ ~ N(0, 0.1²). ``models[c]`` is W_c.
+
+    ``labels`` chooses between two readings of the label rule:
+
+    - ``"argmax"`` (default): the rule as the paper states it, y = argmax_k of the logits, with
+      NumPy's ``default_rng(seed)``.
+    - ``"leaf-reference"``: **exactly** what LEAF's reference generator does
+      (``TalwalkarLab/leaf``, ``data/synthetic/data_generator.py``, class ``SyntheticDataset`` with
+      ``prob_clusters`` uniform over ``n_clusters``): the same legacy ``np.random.RandomState(seed)``
+      stream, drawn in the reference's order (Q; the cluster means; then per client: the cluster
+      with ``choice(p=...)``, B, the centre, ``multivariate_normal`` features, the model
+      information, the logit noise), and its ``_softmax``, ``exp(z) / sum(exp(z))`` with Python's
+      ``sum`` over the *rows*: the softmax is normalised over the client's **samples** (a column
+      sum), not over the classes. The label is then argmax_k (z_ik - log Σ_j exp z_jk): the logits
+      shifted by a per-class offset that depends on the client's own data. For the same ``sizes``
+      and ``seed`` the features and labels equal the reference script's output (its ``main.py``
+      draws the client sizes before re-seeding, so they do not touch this stream).
     """
     for name, v in (("n_features", n_features), ("n_classes", n_classes), ("n_clusters", n_clusters), *(("sizes", s) for s in sizes)):
         check_int(name, v, "leaf_synthetic", minimum=1)
     check_seed("seed", seed, "leaf_synthetic")
+    if labels == "leaf-reference":
+        return _leaf_reference(sizes, n_features, n_classes, n_clusters, seed, dtype)
+    if labels != "argmax":
+        raise ValueError(f"leaf_synthetic: labels must be 'argmax' or 'leaf-reference', got {labels!r}.")
     rng = np.random.default_rng(seed)
     Q = rng.standard_normal((n_features + 1, n_classes, n_clusters))
     sigma = np.arange(1, n_features + 1) ** -1.2
@@ -77,6 +98,35 @@ def leaf_synthetic(sizes: Sequence[int] = (280, 184, 1536, 256, 208), n_features
         X = centre + rng.standard_normal((n, n_features)) * np.sqrt(sigma)
         logits = np.concatenate([np.ones((n, 1)), X], axis=1) @ W + rng.normal(0, 0.1, (n, n_classes))
         clients.append(ClientData(torch.tensor(X, dtype=dtype), torch.tensor(logits.argmax(1), dtype=torch.int64)))
+        models.append(torch.tensor(W, dtype=dtype))
+    return SyntheticFederation(clients, models)
+
+
+def _leaf_reference(sizes: Sequence[int], n_features: int, n_classes: int, n_clusters: int, seed: int,
+                    dtype: torch.dtype) -> SyntheticFederation:
+    """LEAF's reference synthetic generator, draw for draw (see :func:`leaf_synthetic`)."""
+    rs = np.random.RandomState(seed % 2**32)
+    Q = rs.normal(loc=0.0, scale=1.0, size=(n_features + 1, n_classes, n_clusters))
+    Sigma = np.diag(np.arange(1, n_features + 1, dtype=np.float64) ** -1.2)
+    means = []
+    for _ in range(n_clusters):
+        loc = rs.normal(loc=0, scale=1.0, size=None)
+        means.append(rs.normal(loc=loc, scale=1.0, size=n_clusters))
+    prob = [1.0 / n_clusters] * n_clusters
+    clients, models = [], []
+    for n in sizes:
+        j = rs.choice(range(n_clusters), size=None, replace=True, p=prob)
+        B = rs.normal(loc=0.0, scale=1.0, size=None)
+        centre = rs.normal(loc=B, scale=1.0, size=n_features)
+        X1 = np.ones((n, n_features + 1))
+        X1[:, 1:] = rs.multivariate_normal(mean=centre, cov=Sigma, size=n)
+        info = rs.normal(loc=means[j], scale=0.1, size=means[j].shape)
+        W = np.matmul(Q, info)
+        z = np.matmul(X1, W) + rs.normal(loc=0.0, scale=0.1, size=(n, n_classes))
+        e = np.exp(z)
+        prob_rows = e / sum(e)  # the reference's _softmax: builtin sum over rows = per-class sum over samples
+        clients.append(ClientData(torch.tensor(X1[:, 1:], dtype=dtype), torch.tensor(np.argmax(prob_rows, axis=1),
+                                                                                     dtype=torch.int64)))
         models.append(torch.tensor(W, dtype=dtype))
     return SyntheticFederation(clients, models)
 

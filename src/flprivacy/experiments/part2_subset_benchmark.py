@@ -56,9 +56,10 @@ def logs() -> dict[str, tuple[list[ClientData], float]]:
     return {"toy (d=11)": (toy_clients(0), 0.1), "wide (d=31)": (wide_clients(), 0.05)}
 
 
-def message_log(clients: list[ClientData], lr: float, rounds: int = 300, batch_size: int = 64):
+def message_log(clients: list[ClientData], lr: float, rounds: int = 300, batch_size: int = 64, seed: int = 0):
+    """Client 0's eavesdropped messages in a FedAvg run of ``rounds`` rounds (mini-batches of ``batch_size``)."""
     model = linear_regression(clients[0].X.shape[1])
-    run = run_fedavg(model, clients, rounds=rounds, local=LeastSquaresSGD(lr=lr, batch_size=batch_size), seed=0,
+    run = run_fedavg(model, clients, rounds=rounds, local=LeastSquaresSGD(lr=lr, batch_size=batch_size), seed=seed,
                      record_clients=[0])
     return eavesdrop(run.log, 0)
 

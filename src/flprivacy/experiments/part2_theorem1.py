@@ -111,10 +111,11 @@ def run_trial(data: ClientData, n_c: int, B: int, lr: float, seed: int, delta: f
     return Trial(n_c, B, lr, seed, float((rec.theta - star).norm()), bound, lam, sigma, lw)
 
 
-def run_sweeps(seeds: Sequence[int], progress: bool = False) -> list[dict]:
-    """The three sweeps of ``SETTINGS["theorem1"]``; one record per trial."""
+def run_sweeps(seeds: Sequence[int], progress: bool = False, data_seed: int = 0) -> list[dict]:
+    """The three sweeps of ``SETTINGS["theorem1"]``; one record per trial. ``data_seed`` draws the
+    client's data (:func:`make_client`), ``seeds`` the sent models and mini-batches of each trial."""
     s = SETTINGS["theorem1"]
-    data = make_client(s["S_c"], s["n_features"], s["noise_std"])
+    data = make_client(s["S_c"], s["n_features"], s["noise_std"], seed=data_seed)
     jobs = []
     sw = s["sweeps"]
     jobs += [("n_c", n, sw["n_c"]["B"], sw["n_c"]["lr"]) for n in sw["n_c"]["values"]]

@@ -1,0 +1,107 @@
+"""Checks that bite for Parts I-II (issue 9): each test pins one constant, sign, normalisation or
+step of a paper equation, with a tolerance from theory (rounding) stated next to it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from flprivacy import ClientData, LocalSGD, linear_regression, run_fedavg
+from flprivacy.attacks.reconstruction import reconstruct_least_squares
+from flprivacy.bounds import aia_accuracy_lower_bound, theorem1_bound
+from flprivacy.config import generator
+from flprivacy.data import leaf_synthetic
+from flprivacy.data.synthetic import nesterov_hard_instance
+
+EPS = np.finfo(np.float64).eps
+
+
+def test_theorem1_bound_is_eq18_by_hand():
+    """eq. 18: d η σ / λ_min(W) · sqrt(K (d + 1 + ln(2d/δ)) / (n_c λ)), K = E⌈S_c/B⌉; to rounding."""
+    for eta, sigma, d, E, S_c, B, n_c, lam, delta, lw in [(0.01, 0.2, 6, 1, 256, 32, 48, 1e-4, 0.1, 0.01),
+                                                          (0.3, 2.0, 3, 2, 100, 7, 4, 0.5, 0.01, 0.7)]:
+        K = E * math.ceil(S_c / B)
+        by_hand = d * eta * sigma / lw * math.sqrt(K * (d + 1 + math.log(2 * d / delta)) / (n_c * lam))
+        got = theorem1_bound(eta, sigma, d, E, S_c, B, n_c, lam, delta, lambda_min_W=lw)
+        assert math.isclose(got, by_hand, rel_tol=1e-12)
+
+
+def test_prop1_bound_is_attained_and_not_stronger():
+    """Prop. 1: accuracy >= 1 - 4E_c/θ[s]^2, attained by residuals of ±θ[s]/2 on a fraction q."""
+    ts, q = 3.0, 0.25
+    mse = q * ts**2 / 4
+    assert math.isclose(aia_accuracy_lower_bound(mse, ts), 1 - q, rel_tol=0, abs_tol=1e-15)
+    assert math.isclose(aia_accuracy_lower_bound(mse, -ts), 1 - q, rel_tol=0, abs_tol=1e-15)
+
+
+@pytest.mark.parametrize("d", [3, 6])
+def test_normal_equations_error_estimate_is_cond_squared(d):
+    """The normal equations lose κ², least squares κ (relative to float64 ε): the rounding warning
+    (estimate above 1e-2) fires for method='normal' at κ ≈ 1e8 (κ²ε ≈ 2) but not for 'lstsq' (κε ≈ 2e-8)."""
+    import warnings
+
+    g = generator(d)
+    star = torch.randn(d, generator=g, dtype=torch.float64)
+    W = torch.diag(torch.logspace(0, -8, d, dtype=torch.float64))
+    sent = torch.randn(d + 1, d, generator=g, dtype=torch.float64) + star
+    returned = sent - (sent - star) @ W.T
+    with warnings.catch_warnings(record=True) as w_l:
+        warnings.simplefilter("always")
+        r = reconstruct_least_squares((sent, returned), method="lstsq")
+    assert 1e7 < r.cond < 1e10
+    assert not [w for w in w_l if issubclass(w.category, RuntimeWarning)]
+    with pytest.warns(RuntimeWarning, match="cond²"):
+        reconstruct_least_squares((sent, returned), method="normal")
+
+
+def test_hard_instance_optimum_and_alternative():
+    """Prop. 3: θ_c* = (1 - i/(d+1))_i solves X_cᵀX_c θ = X_cᵀy_c; the alternative zeroes the LAST
+    column (so the first d-1 exchanges coincide), with D[i+1,i] = -1 (tridiagonal Hessian)."""
+    d = 7
+    inst = nesterov_hard_instance(d)
+    X, y = inst.clients[0].X, inst.clients[0].y
+    assert torch.allclose(X.T @ X @ inst.local_optimum, X.T @ y, atol=1e-12)
+    H = X.T @ X
+    assert torch.equal(H, 2 * torch.eye(d, dtype=H.dtype) - torch.diag(torch.ones(d - 1, dtype=H.dtype), 1)
+                       - torch.diag(torch.ones(d - 1, dtype=H.dtype), -1))
+    assert torch.equal(inst.alternative.X[:, :-1], X[:, :-1]) and not inst.alternative.X[:, -1].any()
+
+
+def test_full_batch_fedavg_step_constant():
+    """Alg. 2, full batch, least squares: θ - η (2/S_c) Xᵀ(Xθ - y) exactly (the factor 2 of ∇‖·‖²/S_c)."""
+    from flprivacy.experiments.part2_common import LeastSquaresSGD, design
+    g = generator(3)
+    X = torch.randn(30, 4, generator=g, dtype=torch.float64)
+    y = torch.randn(30, generator=g, dtype=torch.float64)
+    theta = torch.randn(5, generator=g, dtype=torch.float64)
+    X1 = design(X)
+    out = LeastSquaresSGD(lr=0.05)(None, theta, ClientData(X, y), None)
+    assert torch.allclose(out, theta - 0.05 * 2 / 30 * X1.T @ (X1 @ theta - y), rtol=0, atol=1e3 * EPS)
+
+
+def test_leaf_label_noise_is_small():
+    """LEAF App. A: ξ ~ N(0, 0.1²) on the logits, so labels differ from argmax of the noiseless
+    logits only for samples whose logit gap is within a few 0.1: with |gap| > 0.8 (8σ of the noise
+    difference, σ = 0.1·√2) a flip has probability < 1e-8."""
+    fed = leaf_synthetic(seed=4, dtype=torch.float64)
+    for c, W in zip(fed.clients, fed.models):
+        z = torch.cat([torch.ones(c.n, 1, dtype=torch.float64), c.X], 1) @ W
+        far = (z[:, 1] - z[:, 0]).abs() > 0.8
+        assert torch.equal(z.argmax(1)[far], c.y[far])
+
+
+def test_partial_participation_uses_renormalised_weights():
+    """Alg. 1: θ^{t+1} = θ^t + η_g Σ_{sampled} p̃_c (θ_c - θ^t), p̃_c = p_c / Σ_{sampled} p (unequal sizes)."""
+    g = generator(5)
+    clients = [ClientData(torch.randn(n, 3, generator=g, dtype=torch.float64), torch.randn(n, generator=g, dtype=torch.float64))
+               for n in (10, 20, 40, 80)]
+    run = run_fedavg(linear_regression(3), clients, rounds=6, local=LocalSGD(lr=0.05, epochs=2, batch_size=8),
+                     clients_per_round=2, server_lr=0.7, seed=1)
+    log = run.log
+    for t, sampled in enumerate(log.participants):
+        p = torch.stack([log.weights[c] for c in sampled])
+        upd = sum(float(w) * (log.exchange(t, c).returned - log.global_models[t]) for w, c in zip(p / p.sum(), sampled))
+        assert torch.allclose(log.global_models[t + 1], log.global_models[t] + 0.7 * upd, rtol=0, atol=1e-12)
