@@ -51,6 +51,15 @@ def _digits(n=3, seed=0):
     return decode_dummy(z, (1, 28, 28)).clamp(0, 1), z
 
 
+def test_model_space_roundtrip_and_black_border():
+    raw, _ = _digits()
+    x = D.to_model_space(raw)
+    assert x.shape == (3, 1, 32, 32)
+    assert (x[..., :2, :] == -1).all() and (x[..., -2:, :] == -1).all() and (x[..., :, :2] == -1).all()
+    assert torch.allclose(x[..., 2:30, 2:30], raw * 2 - 1)
+    assert torch.allclose(D.from_model_space(x), raw, atol=1e-6)
+
+
 # ---- the measurement operator ----------------------------------------------------------------------------
 def test_bicubic_matrix_is_the_attacks_upsampler():
     _, z = _digits()

@@ -152,8 +152,7 @@ def train_ddpm(images: Tensor, labels: Tensor | None = None, *, steps: int, batc
         c[torch.rand(c.shape[0], generator=g) < p_uncond] = NULL_CLASS
         t = torch.randint(0, abar.shape[0], (x0.shape[0],), generator=g)
         eps = torch.randn(x0.shape, generator=g)
-        a = abar[t].view(-1, 1, 1, 1)
-        xt = a.sqrt() * x0 + (1 - a).sqrt() * eps
+        xt = sched.add_noise(x0, eps, t)  # √ᾱ_t x_0 + √(1-ᾱ_t) ε
         loss = (model(xt, t, class_labels=c).sample - eps).pow(2).mean()
         if not torch.isfinite(loss):
             raise NonFiniteError(f"train_ddpm: the loss became {float(loss)} at step {step}; lower lr (now {lr}).")

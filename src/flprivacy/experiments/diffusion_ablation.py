@@ -29,7 +29,7 @@ import torch
 
 from ..config import at_scale, base_seed, child_seed, scale
 from ..diffusion import ddrm_restore, estimate_sigma_y, load_ddpm, mde
-from ..metrics import quality
+from ..metrics import match_images, quality
 from . import add_threads_option, save_result, use_threads
 from .part4_factors import Case, run_case
 
@@ -54,8 +54,8 @@ def postprocess_case(case: Case, model, cfg: dict) -> dict:
     out = run_case(case, return_images=True)
     raw, truth, labels = out.pop("images"), out.pop("truth"), out.pop("labels")
     n_own = case.sizes[0]
-    index = quality(raw, truth).index  # the raw images' pairing, kept for every method
-    own = index[:n_own]
+    index = quality(raw, truth).index  # the raw images' pairing, kept for every method (scoring only)
+    own = match_images(raw, truth[:n_own])  # what the attacker can do: pair its own images alone
     t0 = time.perf_counter()
     sigma_y = estimate_sigma_y(raw[own], truth[:n_own])
     ddrm = ddrm_restore(model, raw, sigma_y=sigma_y, labels=labels, n_steps=cfg["ddrm_steps"], eta=cfg["eta"],
@@ -66,11 +66,13 @@ def postprocess_case(case: Case, model, cfg: dict) -> dict:
             seed=child_seed(case.seed, 13, 2), record_every=cfg["mde_record_every"])
     t_mde = time.perf_counter() - t0
     curve = [scores(h, truth, index, n_own) for h in m.history]
-    pick = max(range(len(curve)), key=lambda i: curve[i]["ssim_own"])  # what the attacker can see
+    own_curve = [float(quality(h[own], truth[:n_own], match=False).ssim.mean()) for h in m.history]
+    pick = max(range(len(curve)), key=lambda i: own_curve[i])  # what the attacker can see
     return dict(case=out["case"], K=case.K, N=case.N, sigma_y=sigma_y, attack_seconds=out["seconds"],
                 ddrm_seconds=t_ddrm, mde_seconds=t_mde, raw=scores(raw, truth, index, n_own),
                 ddrm=scores(ddrm.images, truth, index, n_own), mde_last=curve[-1], mde_picked=curve[pick],
-                mde_picked_iteration=m.recorded[pick], mde_curve=dict(iterations=m.recorded, scores=curve),
+                mde_picked_iteration=m.recorded[pick],
+                mde_curve=dict(iterations=m.recorded, scores=curve, attacker_own_ssim=own_curve),
                 mde_loss=m.loss)
 
 
