@@ -140,6 +140,31 @@ def test_ddrm_with_zero_noise_is_measurement_consistent(tiny):
     assert (res.images - raw).abs().max() > 0.05
 
 
+class Recorder(torch.nn.Module):
+    """Predicts zero noise and records the network inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.inputs = []
+
+    def forward(self, x, t, class_labels=None):
+        self.inputs.append((int(t[0]), x.clone()))
+        return _Out(torch.zeros_like(x))
+
+
+def test_ddrm_feeds_the_network_ddpm_marginals():
+    """DDRM runs in the variance-exploding form x_0 + σ_t ε, σ_t = √((1-ᾱ_t)/ᾱ_t); the network must see
+    √ᾱ_t times it, i.e. the DDPM marginal √ᾱ_t x_0 + √(1-ᾱ_t) ε. At t = 999 (√ᾱ ≈ 0.006) that is
+    nearly N(0, 1): over 3·32·32 = 3072 pixels the sample std is within 4 standard errors
+    (1/√(2·3072) ≈ 1.3%) of 1, plus √ᾱ·|x_0| ≤ 0.01."""
+    raw, _ = _digits()
+    rec = Recorder()
+    D.ddrm_restore(rec, raw, sigma_y=0.1, n_steps=3, seed=0)
+    t0, x = rec.inputs[0]
+    assert t0 == 999
+    assert abs(float(x.std()) - 1) < 4 * 0.013 + 0.01
+
+
 def test_ddrm_partial_eta_b_is_not_consistent(tiny):
     """The check above can fail: with η_b < 1 the measured coefficients mix in the model's guess."""
     raw, _ = _digits()

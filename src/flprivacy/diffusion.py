@@ -377,7 +377,7 @@ class DDRMResult:
 
 def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOperator | None = None,
                  labels: Tensor | None = None, n_steps: int = 20, eta: float = 0.85, eta_b: float = 1.0,
-                 seed: int = 0, n_train_steps: int = 1000) -> DDRMResult:
+                 clip: bool = True, seed: int = 0, n_train_steps: int = 1000) -> DDRMResult:
     """DDRM restoration (Kawar et al. 2022, eq. 7-8 with the initialisation of their §3.3) of the raw
     reconstructions, with the frozen DDPM ``model`` as prior (Wilson et al. §3.2).
 
@@ -401,6 +401,8 @@ def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOpera
         labels: class labels to condition on (None: unconditional).
         n_steps: sampling steps (Kawar et al. use 20).
         eta, eta_b: DDRM's η and η_b (their defaults 0.85 and 1).
+        clip: clip the prediction x_θ,t to the data range [-1, 1], as the DDPM sampler of Ho et al.
+            (and ``diffusers``' ``clip_sample``) does; Kawar et al.'s code does not.
     """
     raw = as_tensor("raw", raw, where="ddrm_restore", ndim=4, min_rows=1, dtype=torch.float32)
     check_finite("raw", raw, "ddrm_restore")
@@ -434,6 +436,8 @@ def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOpera
         x_vp = (abar[t].sqrt().float() * x_ve).unsqueeze(1)
         eps = _eps(model, x_vp, t, c)[:, 0]
         x0 = x_ve - st * eps  # x_θ,t in the VE form: x_t = x_0 + σ_t ε
+        if clip:
+            x0 = x0.clamp(-1, 1)
         check_finite("the model's prediction", x0, "ddrm_restore", cause="the weights or the input are broken")
         x0bar = op.Vt(x0)
         z = torch.randn(xbar.shape, generator=g)
@@ -463,11 +467,12 @@ def estimate_sigma_y(raw: Tensor, truth: Tensor, operator: SeparableOperator | N
 
 # ---- MDE (Wilson et al. §3.3, eq. 4) --------------------------------------------------------------------
 def ddim_sample(model, x_T: Tensor, labels: Tensor | None = None, *, n_steps: int = 10, n_train_steps: int = 1000,
-                grad: bool = False) -> Tensor:
+                grad: bool = False, clip: bool = True) -> Tensor:
     """The deterministic DDIM sampler (η = 0; Song et al. 2021) μ_θ(X_T, T), from ``x_T`` of shape
     ``(n, 1, 32, 32)`` to x_0 in model space: x_{t'} = √ᾱ_{t'} x̂_0 + √(1-ᾱ_{t'}) ε_θ(x_t, t) with
     x̂_0 = (x_t - √(1-ᾱ_t) ε_θ)/√ᾱ_t, ending at ᾱ = 1. With ``grad`` the result is differentiable in
-    ``x_T`` with every ε_θ held constant (MDE's rule, Wilson §3.3)."""
+    ``x_T`` with every ε_θ held constant (MDE's rule, Wilson §3.3). With ``clip`` each x̂_0 is clipped
+    to [-1, 1] as in Ho et al.'s sampler; the clipping is held constant too (identity in the gradient)."""
     check_int("n_steps", n_steps, "ddim_sample", minimum=1)
     x_T = as_tensor("x_T", x_T, where="ddim_sample", ndim=4, min_rows=1, dtype=torch.float32)
     check_finite("x_T", x_T, "ddim_sample")
@@ -482,6 +487,8 @@ def ddim_sample(model, x_T: Tensor, labels: Tensor | None = None, *, n_steps: in
         a_next = abar[ts[i + 1]] if i + 1 < len(ts) else torch.tensor(1.0)
         eps = _eps(model, x.detach(), t, c)  # a constant: no gradient through the network
         x0 = (x - (1 - a).sqrt() * eps) / a.sqrt()
+        if clip:
+            x0 = x0 + (x0.clamp(-1, 1) - x0).detach()
         x = a_next.sqrt() * x0 + (1 - a_next).sqrt() * eps
     return x if grad else x.detach()
 

@@ -23,8 +23,8 @@ MUTANTS = [
            "H: the model's 2-pixel border not removed symmetrically"),
     Mutant("bicubic_align_corners", DIF, 'mode="bicubic", align_corners=False)\n    return cols',
            'mode="bicubic", align_corners=True)\n    return cols', "B: not the attack's upsampler grid"),
-    Mutant("svd_V_not_transposed", DIF, "self.V = U.float(), s.float(), Vh.T.contiguous().float()",
-           "self.V = U.float(), s.float(), Vh.contiguous().float()", "SVD: V taken as Vᵀ"),
+    Mutant("svd_V_not_transposed", DIF, "s.float(), Vh.T.contiguous().float()",
+           "s.float(), Vh.contiguous().float()", "SVD: V taken as Vᵀ"),
     Mutant("ybar_multiplies_sigma", DIF, "out[..., : self.m, : self.m] = uy / (self.s[:, None] * self.s[None, :])",
            "out[..., : self.m, : self.m] = uy * (self.s[:, None] * self.s[None, :])", "ȳ = Σ⁺Uᵀy: Σ instead of Σ⁺"),
     # ---- DDRM (Kawar et al. eq. 7-8) ----------------------------------------------------------------
