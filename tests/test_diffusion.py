@@ -240,3 +240,21 @@ def test_committed_weights_load_with_their_hash():
     assert record["sha256"] == D.sha256_file(path)
     assert record["seed"] == 0 and record["steps"] >= 1 and "train_ddpm" in record["command"]
     assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in D.build_unet().parameters())
+
+
+def test_train_command_records_its_provenance(tmp_path):
+    from flprivacy.experiments import train_ddpm
+
+    with pytest.raises(SystemExit) as e:
+        train_ddpm.main(["--steps", "-1"])
+    assert e.value.code != 0
+    try:
+        train_ddpm.load_mnist_train_20k(4)
+    except FileNotFoundError:
+        pytest.skip("the 20k MNIST training subset is not in the data directory")
+    out = tmp_path / "w.safetensors"
+    rec = train_ddpm.main(["--steps", "2", "--n-images", "8", "--batch-size", "4", "--out", str(out)])
+    saved = json.loads(out.with_suffix(".json").read_text())
+    assert saved["sha256"] == D.sha256_file(out) == rec["sha256"]
+    assert saved["steps"] == 2 and saved["seed"] == 0 and saved["data"]["n_images"] == 8
+    assert "train_ddpm" in saved["command"] and saved["seconds"] >= 0
