@@ -165,6 +165,35 @@ def test_ddrm_feeds_the_network_ddpm_marginals():
     assert abs(float(x.std()) - 1) < 4 * 0.013 + 0.01
 
 
+def test_ddrm_null_space_is_a_ddim_step():
+    """Kawar et al. eq. 7 for s_i = 0 with η = 0: x̄_{t'} - x̄_θ = (σ_{t'}/σ_t)(x̄_t - x̄_θ). With the
+    oracle, x̄_θ = x̄0 at every step, so the null-space deviation of the network's input from x0
+    shrinks by exactly σ_{t'}/σ_t, keeping its sign."""
+    raw, _ = _digits()
+    x0 = D.to_model_space(raw)
+
+    class Rec(Oracle):
+        def __init__(self, x0):
+            super().__init__(x0)
+            self.inputs = []
+
+        def forward(self, x, t, class_labels=None):
+            self.inputs.append((int(t[0]), x.clone()))
+            return super().forward(x, t, class_labels)
+
+    m = Rec(x0)
+    D.ddrm_restore(m, raw, sigma_y=0.0, n_steps=4, eta=0.0, seed=0)
+    op = D.upsampler_operator()
+    null = op.singular_values() == 0
+    abar = D.scheduler().alphas_cumprod.double()
+    sig = lambda t: float(((1 - abar[t]) / abar[t]).sqrt())  # noqa: E731
+    (t1, x1), (t2, x2) = m.inputs[:2]
+    e1 = op.Vt(x1[:, 0] / float(abar[t1].sqrt()) - x0[:, 0])[:, null]
+    e2 = op.Vt(x2[:, 0] / float(abar[t2].sqrt()) - x0[:, 0])[:, null]
+    # float32: |e1| ≈ σ_T ≈ 157, so its rounding is ~157·32·ε ≈ 6e-4, times the ratio σ_{t'}/σ_t < 1
+    assert torch.allclose(e2, sig(t2) / sig(t1) * e1, atol=1e-2)
+
+
 def test_ddrm_partial_eta_b_is_not_consistent(tiny):
     """The check above can fail: with η_b < 1 the measured coefficients mix in the model's guess."""
     raw, _ = _digits()
