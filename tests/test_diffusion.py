@@ -194,6 +194,42 @@ def test_ddrm_null_space_is_a_ddim_step():
     assert torch.allclose(e2, sig(t2) / sig(t1) * e1, atol=1e-2)
 
 
+def test_ddrm_trusts_a_noisy_coefficient_in_proportion_to_its_noise():
+    """Kawar et al. eq. 8, middle case with η = 0: while σ_{t'} < σ_y/s_i the observed coefficient is
+    x̄_θ + σ_{t'} (ȳ_i - x̄_θ)/(σ_y/s_i). An operator with s_i s_j = 0.01 and σ_y = 0.1 puts σ_y/s at 10,
+    so at t = 222 (σ ≈ 0.8) the network's input deviates from the oracle's x0 by σ_t/10 (ȳ - x̄0)."""
+    raw, _ = _digits()
+    x0 = D.to_model_space(raw)
+    noisy = (raw + 0.3 * torch.randn(raw.shape, generator=torch.Generator().manual_seed(6))).clamp(0, 1)
+    A = torch.zeros(4, 32, dtype=torch.float64)
+    A[:, 14:18] = 0.1 * torch.eye(4, dtype=torch.float64)
+    op = D.SeparableOperator(A)
+
+    class Rec(Oracle):
+        def __init__(self, x0):
+            super().__init__(x0)
+            self.inputs = {}
+
+        def forward(self, x, t, class_labels=None):
+            self.inputs[int(t[0])] = x.clone()
+            return super().forward(x, t, class_labels)
+
+    m = Rec(x0)
+    D.ddrm_restore(m, noisy, sigma_y=0.1, operator=op, n_steps=10, eta=0.0, seed=0)
+    abar = D.scheduler().alphas_cumprod.double()
+    t = 222
+    assert t in m.inputs
+    sigma_t = float(((1 - abar[t]) / abar[t]).sqrt())
+    s = op.singular_values()
+    meas = s > 0
+    level = 0.1 / s[meas]
+    assert sigma_t < float(level.min())  # the middle case of eq. 8 applies
+    ybar = op.y_bar(op.forward(D.to_model_space(noisy)[:, 0]))
+    e = op.Vt(m.inputs[t][:, 0] / float(abar[t].sqrt()) - x0[:, 0])
+    expected = sigma_t / level * (ybar - op.Vt(x0[:, 0]))[:, meas]
+    assert torch.allclose(e[:, meas], expected, atol=1e-3)  # float32 rounding of O(1) values
+
+
 def test_ddrm_partial_eta_b_is_not_consistent(tiny):
     """The check above can fail: with η_b < 1 the measured coefficients mix in the model's guess."""
     raw, _ = _digits()
