@@ -3,6 +3,11 @@
     python -m flprivacy.experiments.train_ddpm                       # the committed weights
     python -m flprivacy.experiments.train_ddpm --steps 20 --out /tmp/tiny.safetensors   # a smoke test
 
+The committed file was made with ``--minutes 25 --threads 1`` (a time budget: 1,192 steps of batch
+32 in 1,500 s on two shared CPU cores); ``--steps 1192 --threads 1`` repeats exactly those steps (the
+learning rate does not depend on the total; bit-identical weights on another machine are not
+guaranteed, and were not re-checked here).
+
 Wilson et al. (2025) post-process with diffusion models pretrained on ImageNet, which cannot be
 downloaded here; the book trains its own, a compact class-conditional U-Net (``diffusers``
 ``UNet2DModel``, about 0.69 M parameters) on the first 20,000 MNIST training images (the
