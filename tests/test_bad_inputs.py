@@ -110,6 +110,14 @@ SKIP: dict[str, str] = {
     "validation.check_finite": "the checks themselves", "validation.check_positive": "the checks themselves",
     "validation.check_int": "the checks themselves", "validation.check_seed": "the checks themselves",
     "validation.check_choice": "the checks themselves",
+    **{k: "a result/record container returned by the library" for k in (
+        "diffusion.TrainedDDPM", "diffusion.DDRMResult", "diffusion.MDEResult")},
+    "diffusion.ddpm_config": "no arguments", "diffusion.weights_path": "no arguments",
+    "diffusion.build_unet": "a config dict for diffusers.UNet2DModel, which validates it",
+    "diffusion.scheduler": "diffusers.DDPMScheduler with the paper's fixed schedule",
+    "diffusion.sha256_file": "reads a file path; covered through load_ddpm in test_diffusion",
+    "diffusion.save_ddpm": "writes files; test_diffusion round-trips and corrupts them",
+    "diffusion.load_ddpm": "reads files; test_diffusion feeds it corrupt files and pickles",
 }
 
 
@@ -141,7 +149,15 @@ def fx() -> dict:
     th_cnn = img_run.log.global_models[0]
     upd = th_cnn - img_run.log.global_models[1]
     df_census = None
-    return dict(lin=lin, clients=clients, run=run, msgs=eavesdrop(run.log, 0), net=net, clf=clf,
+    from flprivacy.diffusion import build_unet
+
+    unet_config = dict(sample_size=32, in_channels=1, out_channels=1, layers_per_block=1, block_out_channels=(8, 16),
+                       norm_num_groups=4, num_class_embeds=11, down_block_types=("DownBlock2D", "DownBlock2D"),
+                       up_block_types=("UpBlock2D", "UpBlock2D"))
+    torch.manual_seed(0)
+    unet = build_unet(unet_config).eval()
+    raw28 = torch.rand(2, 1, 28, 28, generator=g)
+    return dict(unet=unet, unet_config=unet_config, raw28=raw28, lin=lin, clients=clients, run=run, msgs=eavesdrop(run.log, 0), net=net, clf=clf,
                 cls_clients=cls_clients, theta=run.theta, theta_net=net.init_params(0), theta_clf=clf.init_params(0),
                 attr=SensitiveAttribute.binary(2), cnn=cnn, imgs=imgs, labels=labels, view=view, th_cnn=th_cnn,
                 upd=upd, img_run=img_run, side=side, df_census=df_census, LocalSGD=LocalSGD)
@@ -414,6 +430,30 @@ def recipes() -> dict[str, Recipe]:
     add("metrics.match_images", metrics.match_images, lambda: dict(reconstructions=b(), truth=a()),
         accept={"reconstructions:empty": "", "truth:empty": ""} and {})
     add("metrics.quality", metrics.quality, lambda: dict(reconstructions=b(), truth=a()))
+    # diffusion post-processing (tiny untrained U-Net; the algorithms' properties are in test_diffusion)
+    from flprivacy import diffusion
+
+    unet, raw28 = (lambda: F()["unet"]), (lambda: F()["raw28"])
+    add("diffusion.to_model_space", diffusion.to_model_space, lambda: dict(images=raw28()))
+    add("diffusion.from_model_space", diffusion.from_model_space, lambda: dict(x=torch.rand(2, 1, 32, 32) * 2 - 1))
+    add("diffusion.train_ddpm", diffusion.train_ddpm,
+        lambda: dict(images=raw28(), labels=torch.tensor([1, 2]), steps=2, batch_size=2, lr=1e-3, seed=0,
+                     config=F()["unet_config"]))
+    add("diffusion.bicubic_matrix", diffusion.bicubic_matrix, lambda: dict(low=4, high=8))
+    add("diffusion.SeparableOperator", diffusion.SeparableOperator,
+        lambda: dict(A=diffusion.bicubic_matrix(4, 8).T.contiguous()),
+        accept={"A:wrong_shape": "any full-row-rank (m, n) matrix with m <= n is an operator"})
+    add("diffusion.upsampler_operator", diffusion.upsampler_operator, lambda: dict(low=14, high=28, pad=2))
+    add("diffusion.ddrm_restore", diffusion.ddrm_restore,
+        lambda: dict(model=unet(), raw=raw28(), sigma_y=0.1, labels=torch.tensor([1, 2]), n_steps=2, eta=0.85,
+                     seed=0))
+    add("diffusion.estimate_sigma_y", diffusion.estimate_sigma_y, lambda: dict(raw=raw28(), truth=raw28() * 0.9))
+    add("diffusion.ddim_sample", diffusion.ddim_sample,
+        lambda: dict(model=unet(), x_T=torch.randn(2, 1, 32, 32, generator=torch.Generator().manual_seed(0)),
+                     labels=torch.tensor([1, 2]), n_steps=2))
+    add("diffusion.mde", diffusion.mde,
+        lambda: dict(model=unet(), raw=raw28(), labels=torch.tensor([1, 2]), iterations=2, lr=0.05, n_steps=2,
+                     seed=0))
     return R
 
 

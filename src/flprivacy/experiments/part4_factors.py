@@ -276,7 +276,7 @@ def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: b
         out.update(ssim=qr.summary()["ssim"], psnr=qr.summary()["psnr"], mse=qr.summary()["mse"],
                    ssim_per_image=[round(v, 4) for v in qr.ssim.tolist()], peer_ssim=None)
     if return_images:
-        out["images"], out["truth"] = rec.images, X
+        out["images"], out["truth"], out["labels"] = rec.images, X, rec.labels
     return out
 
 

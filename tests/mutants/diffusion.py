@@ -1,0 +1,68 @@
+"""Plausible bugs in the diffusion post-processing (Wilson et al. 2025 §3.2-3.3; DDRM, Kawar et al.
+2022; DDIM, Song et al. 2021).
+
+Run from the repository root:
+
+    PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/diffusion.py --json /tmp/diffusion_mut.json
+
+Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
+"""
+
+from tools.mutation import Mutant
+
+DIF = "src/flprivacy/diffusion.py"
+
+TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "tests/test_diffusion.py"]
+
+MUTANTS = [
+    # ---- the measurement operator H = (B⁺C) ⊗ (B⁺C) ------------------------------------------------
+    Mutant("operator_transpose_not_pinv", DIF, "SeparableOperator(torch.linalg.pinv(B) @ crop)",
+           "SeparableOperator(B.T @ crop)", "H: the adjoint of the upsampler instead of its pseudo-inverse"),
+    Mutant("operator_crop_offset", DIF, "crop[:, pad: pad + high] = torch.eye", "crop[:, 0: high] = torch.eye",
+           "H: the model's 2-pixel border not removed symmetrically"),
+    Mutant("bicubic_align_corners", DIF, 'mode="bicubic", align_corners=False)\n    return cols',
+           'mode="bicubic", align_corners=True)\n    return cols', "B: not the attack's upsampler grid"),
+    Mutant("svd_V_not_transposed", DIF, "s.float(), Vh.T.contiguous().float()",
+           "s.float(), Vh.contiguous().float()", "SVD: V taken as Vᵀ"),
+    Mutant("ybar_multiplies_sigma", DIF, "out[..., : self.m, : self.m] = uy / (self.s[:, None] * self.s[None, :])",
+           "out[..., : self.m, : self.m] = uy * (self.s[:, None] * self.s[None, :])", "ȳ = Σ⁺Uᵀy: Σ instead of Σ⁺"),
+    # ---- DDRM (Kawar et al. eq. 7-8) ----------------------------------------------------------------
+    Mutant("ddrm_vp_sigma", DIF, "sig = lambda t: float(((1 - abar[t]) / abar[t]).sqrt()) if t >= 0 else 0.0",
+           "sig = lambda t: float((1 - abar[t]).sqrt()) if t >= 0 else 0.0",
+           "σ_t of the variance-exploding form replaced by the DDPM's √(1-ᾱ_t)"),
+    Mutant("ddrm_x0_prediction_unscaled", DIF, "x0 = x_ve - st * eps", "x0 = x_ve - eps",
+           "x_θ,t = x_t - σ_t ε_θ: noise prediction not scaled by σ_t"),
+    Mutant("ddrm_no_vp_conversion", DIF, "x_vp = (abar[t].sqrt().float() * x_ve).unsqueeze(1)",
+           "x_vp = (x_ve).unsqueeze(1)", "the network is fed x_t^VE instead of √ᾱ_t x_t^VE"),
+    Mutant("ddrm_null_direction_sign", DIF, "(xbar - x0bar) / st + eta * sn * z",
+           "(x0bar - xbar) / st + eta * sn * z", "eq. 7 (s_i = 0): direction toward x_t flipped"),
+    Mutant("ddrm_above_uses_prior", DIF, "above = (1 - eta_b) * x0bar + eta_b * ybar",
+           "above = (1 - eta_b) * x0bar + eta_b * x0bar", "eq. 8 (σ' ≥ σ_y/s_i): the measurement ȳ dropped"),
+    Mutant("ddrm_regime_flipped", DIF, "torch.where(sn < noise_level, below, above)",
+           "torch.where(sn > noise_level, below, above)", "eq. 8: the two observed regimes swapped"),
+    Mutant("ddrm_noise_level_times_s", DIF, "noise_level = torch.where(pos, sigma_y / s_safe,",
+           "noise_level = torch.where(pos, sigma_y * s_safe,", "σ_y / s_i: multiplied by the singular value"),
+    Mutant("ddrm_last_step_noisy", DIF, "t_next = ts[i + 1] if i + 1 < len(ts) else -1",
+           "t_next = ts[i + 1] if i + 1 < len(ts) else 0", "the last step must reach σ = 0, not σ_0"),
+    # ---- DDIM sampler and MDE (eq. 4) ----------------------------------------------------------------
+    Mutant("ddim_renoise_with_current_level", DIF, "x = a_next.sqrt() * x0 + (1 - a_next).sqrt() * eps",
+           "x = a_next.sqrt() * x0 + (1 - a).sqrt() * eps", "DDIM: re-noised with the current level"),
+    Mutant("ddim_x0_divides_by_abar", DIF, "x0 = (x - (1 - a).sqrt() * eps) / a.sqrt()",
+           "x0 = (x - (1 - a).sqrt() * eps) / a", "DDIM: x̂_0 divided by ᾱ_t instead of √ᾱ_t"),
+    Mutant("ddim_no_gradient", DIF, "return x if grad else x.detach()", "return x.detach()",
+           "MDE: the sampler's output detached from X_T"),
+    Mutant("mde_loss_sign", DIF, "loss = (out - target).pow(2).flatten(1).sum(1).mean()",
+           "loss = (out + target).pow(2).flatten(1).sum(1).mean()", "eq. 4: ‖μ - X̂‖² with X̂'s sign flipped"),
+    Mutant("mde_ascends", DIF, "        loss.backward()\n        opt.step()\n    return MDEResult",
+           "        (-loss).backward()\n        opt.step()\n    return MDEResult", "eq. 4: gradient ascent"),
+    # ---- model space and σ_y -------------------------------------------------------------------------
+    Mutant("model_space_unpadded_left", DIF, "images = F.pad(images, (PAD,) * 4)",
+           "images = F.pad(images, (0, 2 * PAD, 0, 2 * PAD))", "28x28 → 32x32: padded on one side"),
+    Mutant("from_model_space_scale", DIF, "out = ((x + 1) / 2).clamp(0, 1)", "out = (x + 1).clamp(0, 1)",
+           "[-1, 1] → [0, 1] without the factor 1/2"),
+    Mutant("sigma_y_variance", DIF, "return float(r.pow(2).mean().sqrt())", "return float(r.pow(2).mean())",
+           "σ_y: the variance instead of the standard deviation"),
+    Mutant("safe_load_skips_hash", DIF, "    if expected != actual:\n        raise ValueError",
+           "    if False:\n        raise ValueError", "safe loading: the SHA-256 check skipped"),
+]
