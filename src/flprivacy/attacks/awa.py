@@ -621,7 +621,8 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                  lr: float, epochs: int = 1, batches: int = 1, n_trials: int = 50, n_startup_trials: int = 12,
                  iterations: int = 1000, trial_iterations: int | None = None, prune: bool = False,
                  report_every: int = 50, epoch: int = 1, approximate: bool | None = None, attack_lr: float = 0.1,
-                 seed: int = 0, progress: bool = False) -> WeightSearch:
+                 seed: int = 0, progress: bool = False,
+                 callback: Callable[[int, Tensor], None] | None = None) -> WeightSearch:
     """Song Alg. 2: Bayesian optimisation of Q over Table II, then the final attack with Q*.
 
     Each trial is a full AWA attack (``trial_iterations`` Adam steps, default ``iterations``) and
@@ -635,7 +636,8 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     Speed-ups (not in the paper): ``trial_iterations < iterations`` shortens the trials only;
     ``prune=True`` stops a trial when its eq. 33 distance after ``report_every`` iterations is
     worse than the median of earlier trials at the same point (Optuna's
-    :class:`optuna.pruners.MedianPruner`). A stopped trial is recorded as *completed* with its
+    :class:`optuna.pruners.MedianPruner`). ``callback(iteration, images)`` follows the final
+    attack only. A stopped trial is recorded as *completed* with its
     value at stopping (an upper estimate for a decreasing loss), so the GP still learns that
     the region is poor; Optuna's own ``TrialPruned`` would hide it from the GP.
     """
@@ -652,10 +654,12 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     check_positive("attack_lr", attack_lr, where)
     pb = _problem(model, theta, theta_next, labels, image_shape, lr=lr, epochs=epochs, batches=batches, epoch=epoch,
                   approximate=approximate, where=where)
-    sampler = optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials, deterministic_objective=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.GPSampler(seed=seed % 2**32, n_startup_trials=n_startup_trials,
+                                            deterministic_objective=True)
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=0)
               if prune else optuna.pruners.NopPruner())
-    study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
     iters: list[int] = []
     stopped: list[bool] = []
 
@@ -681,13 +685,15 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
             study.optimize(objective, n_trials=n_trials, show_progress_bar=progress)
     finally:
         optuna.logging.set_verbosity(verbosity)
     search_seconds = time.perf_counter() - t0
     trials = study.trials
     best = AWAWeights(**study.best_params)
-    rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed)
+    rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,
+                      callback=callback)
     return WeightSearch(best=best, values=[float(t.value) for t in trials], iterations=iters, stopped=stopped,
                         params=[dict(t.params) for t in trials], reconstruction=rec, search_seconds=search_seconds,
                         final_seconds=rec.seconds,
