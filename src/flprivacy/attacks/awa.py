@@ -82,16 +82,25 @@ class Scenario:
 PAPER_SCENARIOS: tuple[Scenario, ...] = (Scenario(1, 1), Scenario(4, 1), Scenario(1, 4), Scenario(2, 2))
 
 
-def _check_batches(n: int, batches: int, where: str) -> int:
+def _check_batches(n: int, batches: int, where: str, name: str = "X") -> int:
     check_int("batches", batches, where, minimum=1)
     if n % batches:
-        raise ValueError(f"{where}: the {n} images must split into batches={batches} mini-batches of equal size "
-                         f"(Song §2.2 assumes N divisible by B); choose batches dividing {n}.")
+        raise ValueError(f"{where}: the {n} images ({name}) must split into batches={batches} mini-batches of equal "
+                         f"size (Song §2.2 assumes N divisible by B); choose batches dividing {n}.")
     return n // batches
+
+
+def _check_image_size(model: FLModel, X: Tensor, where: str) -> None:
+    """Images must have the model's side (fully convolutional prefixes accept any size silently)."""
+    side = getattr(model.module, "image_size", None)
+    if side is not None and tuple(X.shape[-2:]) != (side, side):
+        raise ValueError(f"{where}: X must hold images of {side}x{side} pixels for this model; got shape "
+                         f"{tuple(X.shape)}.")
 
 
 def _images_labels(model: FLModel, X: Tensor, y: Tensor, where: str) -> tuple[Tensor, Tensor]:
     X = check_finite("X", as_tensor("X", X, where=where, ndim=4, min_rows=1, dtype=model.dtype), where)
+    _check_image_size(model, X, where)
     y = as_tensor("y", y, where=where, ndim=1, rows=X.shape[0])
     if y.dtype.is_floating_point:
         if not bool(torch.isfinite(y).all()) or not bool((y == y.round()).all()):
@@ -143,6 +152,7 @@ def replay(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, lr: float, ba
     X = as_tensor("X", X, where=where, ndim=4, min_rows=1, dtype=model.dtype)
     if not X.requires_grad:
         check_finite("X", X, where)
+    _check_image_size(model, X, where)
     y = as_tensor("y", y, where=where, rows=X.shape[0])
     check_positive("lr", lr, where)
     check_int("epochs", epochs, where, minimum=1)
@@ -461,7 +471,7 @@ def _problem(model: FLModel, theta: Tensor, theta_next: Tensor, labels: Tensor, 
         raise ValueError(f"{where}: image_shape must be (C, H, W) with positive sizes; got {tuple(image_shape)}.")
     check_positive("lr", lr, where)
     check_int("epochs", epochs, where, minimum=1)
-    _check_batches(labels.numel(), batches, where)
+    _check_batches(labels.numel(), batches, where, "labels")
     check_int("epoch", epoch, where, minimum=1)
     if epoch > epochs:
         raise ValueError(f"{where}: epoch must be in 1..epochs={epochs}; got {epoch}.")
