@@ -142,24 +142,31 @@ def _toy_layers():
 
 
 def test_enhanced_layers_by_hand():
-    """eq. 25-30 on four two-entry layers. Target layers have mean 1 and variance 1
-    (entries 0, 2); the dummy's relative errors are chosen as
-        e_mean = (3, 2, 0, 1), e_var = (0, 8, 3, 1),
-    so with ⌈0.5·4⌉ = 2: 𝒫_mean = {0, 1}, 𝒫_var = {1, 2}, 𝒫 = {1}; with p = 0.3 the sizes are
-    ⌈1.2⌉ = 2 too (a floor would give 1)."""
-    target = torch.tensor([0.0, 2.0] * 4, dtype=torch.float64)
-    # layer (mean m, var v) -> entries m ± sqrt(v)
-    mv = [(4.0, 1.0), (3.0, 9.0), (1.0, 4.0), (2.0, 2.0)]
+    """eq. 25-30 on four two-entry layers (entries m ± sqrt(v): mean m, variance v).
+
+    target (m, v): (1, 1), (1, 1), (4, 1), (1, 1)
+    dummy  (m, v): (3, 1.5), (1, 0.55), (8, 1), (1.5, 4)
+    relative mean errors e_mean = (2, 0, 1, 0.5)   [absolute errors would be (2, 0, 4, 0.5)]
+    relative variance errors e_var = (0.5, 0.45, 0, 3)   [with σ instead of σ²: (0.22, 0.26, 0, 1)]
+    """
+    target = torch.cat([torch.tensor([m - 1.0, m + 1.0], dtype=torch.float64) for m in (1.0, 1.0, 4.0, 1.0)])
+    mv = [(3.0, 1.5), (1.0, 0.55), (8.0, 1.0), (1.5, 4.0)]
     pred = torch.cat([torch.tensor([m - math.sqrt(v), m + math.sqrt(v)], dtype=torch.float64) for m, v in mv])
     layers = _toy_layers()
-    assert awa.enhanced_layers(pred, target, layers, 0.5, 0.5).tolist() == [False, True, False, False]
-    assert awa.enhanced_layers(pred, target, layers, 0.3, 0.3).tolist() == [False, True, False, False]
-    assert awa.enhanced_layers(pred, target, layers, 0.0, 0.5).tolist() == [False] * 4
-    assert awa.enhanced_layers(pred, target, layers, 1.0, 0.25).tolist() == [False, True, False, False]
-    # ⌈0.75·4⌉ = 3: 𝒫_mean = {0, 1, 3}, 𝒫_var = {1, 2, 3}
-    assert awa.enhanced_layers(pred, target, layers, 0.75, 0.75).tolist() == [False, True, False, True]
-    Q = awa.AWAWeights(q_cv=4.0, q_bn=1.0, q_fc=1.0, q_en=100.0, p_mean=0.5, p_var=0.5)
-    assert awa.layer_weights(pred, target, layers, Q).tolist() == [1.0, 100.0, 3.0, 4.0]
+    E = awa.enhanced_layers
+    # ⌈0.25·4⌉ = 1 layer of largest RELATIVE mean error: layer 0 (the absolute error would pick layer 2)
+    assert E(pred, target, layers, 0.25, 1.0).tolist() == [True, False, False, False]
+    # ⌈0.5·4⌉ = 2 layers of largest relative VARIANCE error: {3, 0} (σ would pick {3, 1})
+    assert E(pred, target, layers, 1.0, 0.5).tolist() == [True, False, False, True]
+    # 𝒫_mean = {0, 2} ∩ 𝒫_var = {0, 3} = {0}; with p = 0.3 the sizes are ⌈1.2⌉ = 2 too (a floor: {0} ∩ {3} = ∅)
+    assert E(pred, target, layers, 0.5, 0.5).tolist() == [True, False, False, False]
+    assert E(pred, target, layers, 0.3, 0.3).tolist() == [True, False, False, False]
+    assert E(pred, target, layers, 0.0, 0.5).tolist() == [False] * 4
+    # ⌈0.75·4⌉ = 3: 𝒫_mean = {0, 2, 3}, 𝒫_var = {0, 1, 3}
+    assert E(pred, target, layers, 0.75, 0.75).tolist() == [True, False, False, True]
+    # eq. 27: the weight of an enhanced layer is SET to q_en (layer 3's linear weight is 4)
+    Q = awa.AWAWeights(q_cv=4.0, q_bn=1.0, q_fc=1.0, q_en=100.0, p_mean=0.75, p_var=0.75)
+    assert awa.layer_weights(pred, target, layers, Q).tolist() == [100.0, 2.0, 3.0, 100.0]
 
 
 def test_weighted_distance_by_hand_and_unweighted_is_dlg():
@@ -227,6 +234,11 @@ def test_agic_is_one_combined_step_with_weighted_cosine():
 
 
 # ---- eq. 33-40: Bayesian optimisation ---------------------------------------------------------------
+def test_table_ii_ranges():
+    assert awa.TABLE_II == {"q_cv": (1, 1000), "q_bn": (1, 1000), "q_fc": (1, 1000), "q_en": (1, 1000),
+                            "p_mean": (0, 0.5), "p_var": (0, 0.5)}
+
+
 def test_tune_weights_protocol_and_cost():
     m, (X, y) = cnn64(), data()
     th = m.init_params(0)

@@ -5,6 +5,8 @@ Run from the repository root:
     PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/awa.py --json /tmp/awa_mut.json
 
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
+Not listed (equivalent): AGIC's step size η E B; a single step's direction does not depend on
+its size and AGIC's loss is a cosine per layer, so any step size gives the same attack.
 """
 
 from tools.mutation import Mutant
@@ -73,8 +75,6 @@ MUTANTS = [
     Mutant("objective_weighted", AWA, "return float(update_distance(pred, target, \"l2\"))",
            "return float(update_distance(pred, target, \"cosine\"))", "eq. 33: squared Euclidean norm"),
     # ---- baselines ----------------------------------------------------------------------------------
-    Mutant("agic_lr_not_EB", AWA, "lr=lr * epochs * batches, batches=1,", "lr=lr, batches=1,",
-           "AGIC: one step replaces E·B steps: step size η E B"),
     Mutant("agic_unweighted", AWA, "return torch.arange(1, len(layers) + 1, dtype=torch.float64)",
            "return torch.ones(len(layers), dtype=torch.float64)", "AGIC: linearly increasing layer weights"),
     Mutant("agic_cos_sign", AWA, "return (w * (1 - cos)).sum() / w.sum()", "return (w * (1 + cos)).sum() / w.sum()",

@@ -569,6 +569,8 @@ def agic_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Te
     The loss is the layer-weighted cosine distance Σ_l w_l (1 - cos_l) / Σ_l w_l with linearly
     increasing w_l = l (Song: "linearly increasing weights to convolutional and fully connected
     layers"; AGIC's exact values are not given, BatchNorm layers are weighted like the others).
+    With a cosine loss the step size η E B does not matter: one step's direction does not
+    depend on its length.
     """
     where = "agic_attack"
     check_seed("seed", seed, where)
