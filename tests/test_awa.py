@@ -273,3 +273,19 @@ def test_running_statistics_are_refused_with_the_fix():
     with pytest.raises(ValueError, match="track_running_stats=False"):
         FLModel(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(2, 2)), "cross_entropy")
     assert small_cnn(3, 10, 16).dim > 0
+
+
+def test_tune_weights_with_pruning_records_stopped_trials():
+    """A pruned trial is kept as a completed trial with its value at stopping; its iteration count
+    is a multiple of report_every below the trial length."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=1, batches=2, seed=0)
+    res = awa.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=1, batches=2,
+                           n_trials=5, n_startup_trials=1, iterations=2, trial_iterations=6, prune=True,
+                           report_every=2, seed=1)
+    assert len(res.values) == 5 and all(math.isfinite(v) for v in res.values)
+    for it, stopped in zip(res.iterations, res.stopped):
+        assert stopped == (it < 6) and it % 2 == 0 and 2 <= it <= 6
+    assert not res.stopped[0]  # nothing to compare the first trial with
+    assert res.total_iterations == sum(res.iterations) + 2
