@@ -118,6 +118,10 @@ SKIP: dict[str, str] = {
     "diffusion.sha256_file": "reads a file path; covered through load_ddpm in test_diffusion",
     "diffusion.save_ddpm": "writes files; test_diffusion round-trips and corrupts them",
     "diffusion.load_ddpm": "reads files; test_diffusion feeds it corrupt files and pickles",
+    "models.SmallCNN": "an nn.Module architecture; built and validated through models.small_cnn",
+    "models.ResNet18": "an nn.Module architecture; built and validated through models.resnet18",
+    "attacks.awa.Layer": "a record built by attacks.awa.model_layers",
+    "attacks.awa.WeightSearch": "a result container returned by attacks.awa.tune_weights",
 }
 
 
@@ -422,6 +426,45 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(cov=torch.ones(3), lr=0.1, steps=3, n_clients=4, n_images=8),
         accept={"cov:nan": "a closed-form scaling of its input", "cov:inf": "a closed-form scaling of its input",
                 **shape_free})
+    # AWA (Song et al. 2025) and the models with BatchNorm
+    from flprivacy.attacks import awa
+
+    add("models.small_cnn", models.small_cnn, lambda: dict(in_channels=3, n_classes=4, image_size=8, width=4),
+        compare=False)
+    add("models.resnet18", models.resnet18, lambda: dict(in_channels=3, n_classes=10), compare=False)
+    A = awa_fx
+    add("attacks.awa.Scenario", awa.Scenario, lambda: dict(epochs=2, batches=2), compare=False)
+    add("attacks.awa.AWAWeights", awa.AWAWeights,
+        lambda: dict(q_cv=2.0, q_bn=3.0, q_fc=4.0, q_en=5.0, p_mean=0.25, p_var=0.5), compare=False)
+    add("attacks.awa.client_update", awa.client_update,
+        lambda: dict(model=A()["m"], theta=A()["th"], X=A()["X"], y=A()["y"], lr=0.1, epochs=2, batches=2, seed=0))
+    add("attacks.awa.replay", awa.replay,
+        lambda: dict(model=A()["m"], theta=A()["th"], X=A()["X"], y=A()["y"], lr=0.1, batches=2, epochs=1))
+    add("attacks.awa.replay_gap", awa.replay_gap,
+        lambda: dict(model=A()["m"], theta=A()["th"], X=A()["X"], y=A()["y"], lr=0.1, epochs=2, batches=2, seed=0))
+    add("attacks.awa.interpolate", awa.interpolate, lambda: dict(theta=A()["th"], theta_next=A()["thn"], epochs=2))
+    add("attacks.awa.model_layers", awa.model_layers, lambda: dict(model=A()["m"]), compare=False)
+    add("attacks.awa.linear_weights", awa.linear_weights,
+        lambda: dict(layers=A()["layers"], q_cv=3.0, q_bn=2.0, q_fc=5.0))
+    add("attacks.awa.enhanced_layers", awa.enhanced_layers,
+        lambda: dict(pred=A()["upd"] * 0.5, target=A()["upd"], layers=A()["layers"], p_mean=0.5, p_var=0.5))
+    add("attacks.awa.layer_weights", awa.layer_weights,
+        lambda: dict(pred=A()["upd"] * 0.5, target=A()["upd"], layers=A()["layers"],
+                     Q=awa.AWAWeights(2.0, 3.0, 4.0, 9.0, 0.5, 0.5)))
+    add("attacks.awa.weighted_distance", awa.weighted_distance,
+        lambda: dict(pred=A()["upd"] * 0.5, target=A()["upd"], layers=A()["layers"],
+                     weights=torch.arange(1.0, len(A()["layers"]) + 1)))
+    attack_kw = lambda: dict(model=A()["m"], theta=A()["th"], theta_next=A()["thn"], labels=A()["y"],  # noqa: E731
+                             image_shape=(3, 8, 8), lr=0.1, epochs=2, batches=2, attack_lr=0.1, iterations=2, seed=0)
+    n_images = {"labels:wrong_shape": "the labels define how many images are reconstructed"}
+    add("attacks.awa.awa_attack", awa.awa_attack,
+        lambda: dict(attack_kw(), Q=awa.AWAWeights(2.0, 3.0, 4.0, 9.0, 0.5, 0.5)), compare=False, accept=n_images)
+    add("attacks.awa.agic_attack", awa.agic_attack, attack_kw, compare=False, accept=n_images)
+    add("attacks.awa.dlg_attack", awa.dlg_attack, lambda: dict(attack_kw(), epochs=1), compare=False,
+        accept=n_images)
+    add("attacks.awa.tune_weights", awa.tune_weights,
+        lambda: dict(attack_kw(), n_trials=2, n_startup_trials=1, trial_iterations=1), compare=False,
+        accept=n_images)
     # metrics
     a, b = (lambda: F()["imgs"]), (lambda: (F()["imgs"] * 0.9 + 0.05))
     add("metrics.mse", metrics.mse, lambda: dict(x=a(), y=b()))
@@ -455,6 +498,19 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(model=unet(), raw=raw28(), labels=torch.tensor([1, 2]), iterations=2, lr=0.05, n_steps=2,
                      seed=0))
     return R
+
+
+@functools.cache
+def awa_fx() -> dict:
+    from flprivacy.attacks import awa
+    from flprivacy.models import small_cnn
+
+    g = torch.Generator().manual_seed(0)
+    m = small_cnn(3, 4, 8, width=4)
+    X, y = torch.rand(4, 3, 8, 8, generator=g), torch.tensor([0, 1, 2, 3])
+    th = m.init_params(0)
+    thn, _ = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=0)
+    return dict(m=m, X=X, y=y, th=th, thn=thn, upd=th - thn, layers=awa.model_layers(m))
 
 
 # ---- mutations --------------------------------------------------------------------------------------------

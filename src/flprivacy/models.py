@@ -43,9 +43,19 @@ class FLModel:
 
     Args:
         module: the architecture; its own parameters serve only as the template for shapes,
-            dtype and initialisation. It must not hold buffers that training changes
-            (no BatchNorm running statistics).
+            dtype and initialisation. It must not hold buffers that training changes:
+            BatchNorm layers must be built with ``track_running_stats=False`` (see below).
         loss: per-sample loss, ``"mse"`` (least squares), ``"cross_entropy"`` or ``"bce"``.
+
+    **BatchNorm.** The exchanged vector θ holds parameters only. A BatchNorm layer with
+    ``track_running_stats=False`` has no running statistics: it normalises every batch with
+    that batch's own mean and variance, in training and evaluation alike. This is exactly
+    what a FedAvg client does during local training (``module.train()``: batch statistics,
+    Song et al. 2025, §5 with ResNet-18), and what an attacker replays; the BatchNorm scale and
+    shift are ordinary parameters in θ. The price: predictions (:meth:`predict`,
+    :meth:`accuracy`) also use the statistics of the batch they are given, so evaluate on
+    batches of reasonable size. Modules with running statistics are refused with this advice
+    (:func:`resnet18` and :func:`small_cnn` are built this way).
 
     Attributes:
         dim: number of parameters d.
@@ -64,7 +74,9 @@ class FLModel:
         if any(b.numel() for b in module.buffers()):
             raise ValueError(
                 "FLModel does not support modules with buffers (e.g. BatchNorm running statistics), "
-                "because they are not part of the exchanged vector θ; use a model without them."
+                "because they are not part of the exchanged vector θ; build BatchNorm layers with "
+                "track_running_stats=False (batch statistics, as a client in training mode uses) or use a "
+                "model without buffers."
             )
 
     def __repr__(self) -> str:
@@ -271,3 +283,101 @@ def lenet5(in_channels: int = 1, n_classes: int = 10, image_size: int = 28,
     if ((image_size + 2 * (2 if image_size == 28 else 0) - 4) // 2 - 4) // 2 < 1:
         raise ValueError(f"lenet5: image_size={image_size} is too small for two 5x5 convolutions and poolings; use >= 16.")
     return FLModel(LeNet5(in_channels, n_classes, image_size, activation), "cross_entropy")
+
+
+# ---- models with BatchNorm (Song et al. 2025) ------------------------------------------------------
+def _bn(channels: int, dtype: torch.dtype) -> nn.BatchNorm2d:
+    """BatchNorm with batch statistics only (no running buffers; see :class:`FLModel`)."""
+    return nn.BatchNorm2d(channels, track_running_stats=False, dtype=dtype)
+
+
+class SmallCNN(nn.Module):
+    """Three 3x3 convolutions, each followed by BatchNorm (batch statistics) and an activation,
+    then one dense layer: the quick-scale stand-in for ResNet-18 (3 conv, 3 BN, 1 FC layers).
+    ``batchnorm=False`` replaces the BatchNorm layers by identities (an ablation)."""
+
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, image_size: int = 32, width: int = 16,
+                 activation: type[nn.Module] = nn.Sigmoid, dtype: torch.dtype = torch.float32,
+                 batchnorm: bool = True):
+        super().__init__()
+        self.image_size = int(image_size)
+        if not batchnorm:
+            def _bn(c: int, dtype: torch.dtype) -> nn.Module:  # noqa: F811 - the ablation without BatchNorm
+                return nn.Identity()
+        else:
+            _bn = globals()["_bn"]
+        side = (image_size + 1) // 2
+        side = (side + 1) // 2
+        self.features = nn.Sequential(
+            nn.Conv2d(in_channels, width, 3, padding=1, dtype=dtype), _bn(width, dtype), activation(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1, dtype=dtype), _bn(2 * width, dtype), activation(),
+            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1, dtype=dtype), _bn(2 * width, dtype), activation(),
+        )
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(2 * width * side * side, n_classes, dtype=dtype))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.classifier(self.features(x))
+
+
+def small_cnn(in_channels: int = 3, n_classes: int = 10, image_size: int = 32, width: int = 16,
+              activation: type[nn.Module] = nn.Sigmoid, batchnorm: bool = True) -> FLModel:
+    """:class:`SmallCNN` with cross-entropy loss: a quick-scale CNN with BatchNorm layers.
+
+    The sigmoid default is twice differentiable everywhere, which update-matching attacks need
+    (their objective differentiates the replayed gradient once more); pass ``nn.ReLU`` for the
+    ResNet-style activation."""
+    for name, v in (("in_channels", in_channels), ("n_classes", n_classes), ("image_size", image_size),
+                    ("width", width)):
+        check_int(name, v, "small_cnn", minimum=1)
+    if image_size < 4:
+        raise ValueError(f"small_cnn: image_size must be >= 4 (two stride-2 convolutions); got {image_size}.")
+    return FLModel(SmallCNN(in_channels, n_classes, image_size, width, activation, batchnorm=bool(batchnorm)),
+                   "cross_entropy")
+
+
+class _BasicBlock(nn.Module):
+    """ResNet basic block (He et al. 2016): two 3x3 conv + BN, identity or 1x1 conv + BN shortcut."""
+
+    def __init__(self, cin: int, cout: int, stride: int, dtype: torch.dtype):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False, dtype=dtype)
+        self.bn1 = _bn(cout, dtype)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False, dtype=dtype)
+        self.bn2 = _bn(cout, dtype)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False, dtype=dtype), _bn(cout, dtype))
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 for 32x32 inputs (the CIFAR variant: 3x3 stem, no max-pooling; He et al. 2016),
+    the model of Song et al. 2025 (§5): 20 convolutions, 20 BatchNorm layers, 1 dense layer,
+    about 11.2 million parameters."""
+
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.image_size = 32
+        self.conv1 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False, dtype=dtype)
+        self.bn1 = _bn(64, dtype)
+        blocks, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            blocks += [_BasicBlock(cin, cout, stride, dtype), _BasicBlock(cout, cout, 1, dtype)]
+            cin = cout
+        self.layers = nn.Sequential(*blocks)
+        self.fc = nn.Linear(512, n_classes, dtype=dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = self.layers(F.relu(self.bn1(self.conv1(x))))
+        return self.fc(F.adaptive_avg_pool2d(out, 1).flatten(1))
+
+
+def resnet18(in_channels: int = 3, n_classes: int = 10) -> FLModel:
+    """:class:`ResNet18` with cross-entropy loss (inputs ``(n, C, 32, 32)``; BatchNorm with
+    batch statistics, see :class:`FLModel`)."""
+    check_int("in_channels", in_channels, "resnet18", minimum=1)
+    check_int("n_classes", n_classes, "resnet18", minimum=2)
+    return FLModel(ResNet18(in_channels, n_classes), "cross_entropy")

@@ -1,0 +1,94 @@
+"""Plausible bugs in the AWA library (Song, Wang & Zuazua 2025) and the BatchNorm models.
+
+Run from the repository root:
+
+    PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/awa.py --json /tmp/awa_mut.json
+
+Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
+Not listed (equivalent): AGIC's step size η E B; a single step's direction does not depend on
+its size and AGIC's loss is a cosine per layer, so any step size gives the same attack.
+"""
+
+from tools.mutation import Mutant
+
+AWA = "src/flprivacy/attacks/awa.py"
+MOD = "src/flprivacy/models.py"
+
+TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "tests/test_awa.py"]
+
+MUTANTS = [
+    # ---- §3 scenarios -------------------------------------------------------------------------------
+    Mutant("replayable_or", AWA, "return self.epochs == 1 or self.batches == 1",
+           "return self.epochs == 1 and self.batches == 1", "§3: Scenarios 2 and 3 are replayable too"),
+    Mutant("case_numbering", AWA, "return 1 + (self.epochs > 1) + 2 * (self.batches > 1)",
+           "return 1 + 2 * (self.epochs > 1) + (self.batches > 1)", "§3: case 2 is (E>1, 1), case 3 is (1, B>1)"),
+    Mutant("client_no_reshuffle", AWA,
+           "order = torch.randperm(X.shape[0], generator=gen) if batches > 1 else torch.arange(X.shape[0])",
+           "order = torch.randperm(X.shape[0], generator=make_generator(seed)) if batches > 1 else torch.arange(X.shape[0])",
+           "Alg. 1 line 4: a fresh shuffle every epoch (the same one each epoch makes case 4 replayable)"),
+    Mutant("replay_batch_size_is_B", AWA, "    return n // batches\n", "    return batches\n",
+           "eq. 3: B is the number of mini-batches; their size is N/B"),
+    Mutant("replay_ignores_orders", AWA, "Xe, ye = (X, y) if orders is None else (X[orders[e]], y[orders[e]])",
+           "Xe, ye = X, y", "eq. 18: each epoch uses its own order"),
+    # ---- eq. 19-20 interpolation --------------------------------------------------------------------
+    Mutant("interp_e_minus_one", AWA, "models = (theta_next - theta) / epochs * e + theta",
+           "models = (theta_next - theta) / epochs * (e - 1) + theta", "eq. 19: θ̃_{t,e} = θ_t + (e/E)(θ_{t+1} - θ_t)"),
+    Mutant("interp_not_divided_by_E", AWA, "models = (theta_next - theta) / epochs * e + theta",
+           "models = (theta_next - theta) * e + theta", "eq. 19: divided by E"),
+    Mutant("interp_update_sign", AWA, "return models, models[:-1] - models[1:]",
+           "return models, models[1:] - models[:-1]", "eq. 20: update sign (library convention θ - θ')"),
+    Mutant("case4_starts_at_theta_next", AWA, "return _Problem(models[epoch - 1], updates[epoch - 1]",
+           "return _Problem(models[epoch], updates[epoch - 1]", "eq. 21: epoch e starts from θ̃_{t,e-1}"),
+    Mutant("case4_full_update_target", AWA, "return _Problem(models[epoch - 1], updates[epoch - 1]",
+           "return _Problem(models[epoch - 1], theta - theta_next", "eq. 20: the target is one epoch's Δθ̃, not the round's"),
+    # ---- eq. 24 linear weights ----------------------------------------------------------------------
+    Mutant("lin_weights_no_plus_one", AWA, "out[i] = qk if Lk == 1 else (qk - 1) / (Lk - 1) * (l - 1) + 1",
+           "out[i] = qk if Lk == 1 else (qk - 1) / (Lk - 1) * (l - 1)", "eq. 24: + 1 (first layer weight 1)"),
+    Mutant("lin_weights_over_L", AWA, "out[i] = qk if Lk == 1 else (qk - 1) / (Lk - 1) * (l - 1) + 1",
+           "out[i] = qk if Lk == 1 else (qk - 1) / Lk * (l - 1) + 1", "eq. 24: slope (q - 1)/(L_k - 1)"),
+    Mutant("lin_weights_single_is_one", AWA, "out[i] = qk if Lk == 1 else", "out[i] = 1.0 if Lk == 1 else",
+           "eq. 24: a single layer of a kind gets q_k"),
+    Mutant("lin_weights_l_from_zero", AWA, "for l, i in enumerate(idx, start=1):", "for l, i in enumerate(idx, start=0):",
+           "eq. 24: l counts from 1"),
+    # ---- eq. 25-30 enhanced weights -----------------------------------------------------------------
+    Mutant("emean_not_relative", AWA, "e_mean = (m_hat - m).abs() / m.abs().clamp_min(tiny)",
+           "e_mean = (m_hat - m).abs()", "eq. 25: relative error"),
+    Mutant("evar_uses_std", AWA, "var = torch.stack([u[l.start:l.stop].var(unbiased=False) for l in layers])",
+           "var = torch.stack([u[l.start:l.stop].std(unbiased=False) for l in layers])", "eq. 26: variance σ², not σ"),
+    Mutant("n_mean_floor", AWA, "n_mean, n_var = math.ceil(p_mean * L), math.ceil(p_var * L)",
+           "n_mean, n_var = math.floor(p_mean * L), math.floor(p_var * L)", "eq. 28-29: ⌈p · L⌉"),
+    Mutant("top_ascending", AWA, "top_mean[torch.argsort(e_mean, descending=True, stable=True)[:n_mean]] = True",
+           "top_mean[torch.argsort(e_mean, descending=False, stable=True)[:n_mean]] = True",
+           "eq. 28: the layers with the LARGEST relative mean error"),
+    Mutant("union_not_intersection", AWA, "mask = top_mean & top_var", "mask = top_mean | top_var",
+           "eq. 30: 𝒫 = 𝒫_mean ∩ 𝒫_var"),
+    Mutant("enhanced_multiplies", AWA, "w[mask] = float(Q.q_en)", "w[mask] = w[mask] * float(Q.q_en)",
+           "eq. 27: q^(l) is SET to q_en"),
+    # ---- eq. 23 and eq. 33 --------------------------------------------------------------------------
+    Mutant("weighted_not_squared", AWA,
+           "sq = torch.stack([((pred[l.start:l.stop] - target[l.start:l.stop]) ** 2).sum() for l in layers])",
+           "sq = torch.stack([(pred[l.start:l.stop] - target[l.start:l.stop]).norm() for l in layers])",
+           "eq. 23: squared norm per layer"),
+    Mutant("weights_sqrt", AWA, "return (weights.to(sq.dtype) * sq).sum()", "return (weights.to(sq.dtype).sqrt() * sq).sum()",
+           "eq. 23: q^(l) multiplies the squared norm"),
+    Mutant("objective_weighted", AWA, "return float(update_distance(pred, target, \"l2\"))",
+           "return float(update_distance(pred, target, \"cosine\"))", "eq. 33: squared Euclidean norm"),
+    # ---- baselines ----------------------------------------------------------------------------------
+    Mutant("agic_unweighted", AWA, "return torch.arange(1, len(layers) + 1, dtype=torch.float64)",
+           "return torch.ones(len(layers), dtype=torch.float64)", "AGIC: linearly increasing layer weights"),
+    Mutant("agic_cos_sign", AWA, "return (w * (1 - cos)).sum() / w.sum()", "return (w * (1 + cos)).sum() / w.sum()",
+           "AGIC: 1 - cos"),
+    Mutant("dlg_runs_case4", AWA, "approximate=False, where=where)\n    rec, done = _run(",
+           "approximate=None, where=where)\n    rec, done = _run(", "§5.2: DLG has no approximation for case 4"),
+    # ---- BO -----------------------------------------------------------------------------------------
+    Mutant("table2_p_range", AWA, '"p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}', '"p_mean": (0.0, 1.0), "p_var": (0.0, 1.0)}',
+           "Table II: p in [0, 0.5]"),
+    Mutant("final_attack_trial_length", AWA,
+           "rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,",
+           "rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=trial_iterations, seed=seed,",
+           "Alg. 2 line 16: the final attack runs the full number of iterations"),
+    # ---- BatchNorm ----------------------------------------------------------------------------------
+    Mutant("bn_running_stats", MOD, "return nn.BatchNorm2d(channels, track_running_stats=False, dtype=dtype)",
+           "return nn.BatchNorm2d(channels, dtype=dtype)", "FLModel: BatchNorm with batch statistics only"),
+]

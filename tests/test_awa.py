@@ -1,0 +1,291 @@
+"""The approximate and weighted attack (Song, Wang & Zuazua 2025): scenarios, interpolation,
+layer weights, the attacks' objectives, Bayesian optimisation, and BatchNorm support."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from flprivacy.attacks import awa
+from flprivacy.attacks.inversion import dummy_latent, update_distance
+from flprivacy.config import generator as make_generator
+from flprivacy.federation import local_sgd
+from flprivacy.models import FLModel, SmallCNN, resnet18, small_cnn
+
+SIDE = 8
+
+
+def cnn64(batchnorm: bool = True) -> FLModel:
+    """The small CNN in float64, so that 'exact' means exact up to float64 rounding."""
+    return FLModel(SmallCNN(3, 4, SIDE, width=4, dtype=torch.float64, batchnorm=batchnorm), "cross_entropy")
+
+
+def data(n: int = 4, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(n, 3, SIDE, SIDE, generator=g, dtype=torch.float64), torch.tensor([0, 1, 2, 3][:n])
+
+
+# ---- §3 scenarios -----------------------------------------------------------------------------------
+def test_paper_scenarios_and_which_replay():
+    assert [(s.epochs, s.batches) for s in awa.PAPER_SCENARIOS] == [(1, 1), (4, 1), (1, 4), (2, 2)]
+    assert [s.case for s in awa.PAPER_SCENARIOS] == [1, 2, 3, 4]
+    assert [s.replayable for s in awa.PAPER_SCENARIOS] == [True, True, True, False]
+    with pytest.raises(ValueError, match="epochs"):
+        awa.Scenario(0, 1)
+
+
+def test_client_update_is_the_library_client():
+    """client_update is local_sgd with per-epoch reshuffling, drawn from the same generator."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    for E, B in [(1, 1), (4, 1), (1, 4), (2, 2)]:
+        ours, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=E, batches=B, seed=3)
+        lib = local_sgd(m, th, X, y, lr=0.1, epochs=E, batch_size=4 // B, generator=make_generator(3))
+        assert torch.equal(ours, lib), (E, B)
+        assert len(orders) == E and all(sorted(o.tolist()) == [0, 1, 2, 3] for o in orders)
+
+
+@pytest.mark.parametrize("E,B", [(1, 1), (4, 1), (1, 4)])
+def test_scenarios_1_to_3_replay_exactly(E, B):
+    """The true images in the first epoch's order replay the update to float64 rounding."""
+    m, (X, y) = cnn64(), data()
+    assert awa.replay_gap(m, m.init_params(0), X, y, lr=0.1, epochs=E, batches=B, seed=1) < 1e-12
+
+
+def _seed_with_new_partition(m, th, X, y) -> int:
+    """A client seed whose second epoch groups the images differently from the first."""
+    for s in range(50):
+        orders = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=s)[1]
+        if {frozenset(b.tolist()) for b in orders[0].split(2)} != {frozenset(b.tolist()) for b in orders[1].split(2)}:
+            return s
+    raise AssertionError("no seed regroups the images")
+
+
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_scenario_4_does_not_replay_but_does_with_the_true_orders(batchnorm):
+    """E = B = 2: the second epoch's unknown shuffle breaks the replay; with the client's actual
+    orders the replay is exact again, so the orders are the only missing information.
+
+    Without BatchNorm a mini-batch gradient is the mean of per-image gradients, so at θ_t any
+    partition gives the same sum of batch gradients: the regrouping only matters through the
+    change of θ within the epoch, the gap is O(η²) against an O(η) update, and halving η
+    halves the relative gap (ratio 2 + O(η)). With BatchNorm the batch gradient depends on
+    which images share the batch (batch statistics), so the gap is O(1): it does not shrink."""
+    m, (X, y) = cnn64(batchnorm), data()
+    th = m.init_params(0)
+    seed = _seed_with_new_partition(m, th, X, y)
+    gaps = [awa.replay_gap(m, th, X, y, lr=lr, epochs=2, batches=2, seed=seed) for lr in (0.02, 0.01)]
+    assert gaps[0] > 1e-6  # float64 rounding is ~1e-15
+    if batchnorm:
+        assert gaps[0] / gaps[1] < 1.5, gaps
+    else:
+        assert 1.7 < gaps[0] / gaps[1] < 2.3, gaps
+    theta_next, orders = awa.client_update(m, th, X, y, lr=0.02, epochs=2, batches=2, seed=seed)
+    exact = awa.replay(m, th, X, y, lr=0.02, batches=2, epochs=2, orders=orders).detach()
+    assert torch.allclose(exact, th - theta_next, rtol=0, atol=1e-14)
+
+
+# ---- eq. 19-20 interpolation ---------------------------------------------------------------------
+def test_interpolation_exact_on_a_linear_path():
+    g = torch.Generator().manual_seed(0)
+    th0, v = torch.randn(7, generator=g, dtype=torch.float64), torch.randn(7, generator=g, dtype=torch.float64)
+    E = 5
+    models, updates = awa.interpolate(th0, th0 + E * v, E)
+    assert models.shape == (E + 1, 7) and updates.shape == (E, 7)
+    for e in range(E + 1):
+        assert torch.allclose(models[e], th0 + e * v, atol=1e-14)
+    assert torch.allclose(updates, -v.expand(E, 7), atol=1e-14)
+    assert torch.allclose(updates.sum(0), th0 - (th0 + E * v), atol=1e-13)
+
+
+def test_interpolation_error_is_second_order_in_the_learning_rate():
+    """Full-batch GD for E = 2 epochs: θ_1 - θ̃_1 = η(g_1 - g_0)/2 = -η² H g_0 / 2 + O(η³), so
+    halving η divides the error by 4 (up to O(η) relative corrections)."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    errs = []
+    for lr in (0.02, 0.01):
+        th1 = local_sgd(m, th, X, y, lr=lr)
+        th2 = local_sgd(m, th1, X, y, lr=lr)
+        models, _ = awa.interpolate(th, th2, 2)
+        errs.append(float((models[1] - th1).norm()))
+    assert 3.6 < errs[0] / errs[1] < 4.4, errs
+
+
+# ---- eq. 22-30 layers and weights -------------------------------------------------------------------
+def test_layers_of_the_small_cnn_and_resnet18():
+    m = cnn64()
+    layers = awa.model_layers(m)
+    assert [l.kind for l in layers] == ["cv", "bn", "cv", "bn", "cv", "bn", "fc"]
+    assert layers[0].start == 0 and layers[-1].stop == m.dim
+    assert all(a.stop == b.start for a, b in zip(layers, layers[1:]))
+    r = resnet18()
+    kinds = [l.kind for l in awa.model_layers(r)]
+    assert (kinds.count("cv"), kinds.count("bn"), kinds.count("fc")) == (20, 20, 1)
+    assert 11_000_000 < r.dim < 11_300_000  # ResNet-18 for CIFAR-10: 11.17 M parameters
+
+
+def test_linear_weights_by_hand():
+    """eq. 24: (q - 1)/(L_k - 1)·(l - 1) + 1 within each kind; q_k for a single layer."""
+    layers = awa.model_layers(cnn64())  # cv bn cv bn cv bn fc
+    w = awa.linear_weights(layers, q_cv=5.0, q_bn=3.0, q_fc=7.0)
+    assert w.tolist() == [1.0, 1.0, 3.0, 2.0, 5.0, 3.0, 7.0]
+    w = awa.linear_weights(layers, q_cv=10.0, q_bn=1.0, q_fc=2.0)
+    assert w.tolist() == [1.0, 1.0, 5.5, 1.0, 10.0, 1.0, 2.0]
+
+
+def _toy_layers():
+    return [awa.Layer(f"l{i}", "cv", 2 * i, 2 * i + 2) for i in range(4)]
+
+
+def test_enhanced_layers_by_hand():
+    """eq. 25-30 on four two-entry layers (entries m ± sqrt(v): mean m, variance v).
+
+    target (m, v): (1, 1), (1, 1), (4, 1), (1, 1)
+    dummy  (m, v): (3, 1.5), (1, 0.55), (8, 1), (1.5, 4)
+    relative mean errors e_mean = (2, 0, 1, 0.5)   [absolute errors would be (2, 0, 4, 0.5)]
+    relative variance errors e_var = (0.5, 0.45, 0, 3)   [with σ instead of σ²: (0.22, 0.26, 0, 1)]
+    """
+    target = torch.cat([torch.tensor([m - 1.0, m + 1.0], dtype=torch.float64) for m in (1.0, 1.0, 4.0, 1.0)])
+    mv = [(3.0, 1.5), (1.0, 0.55), (8.0, 1.0), (1.5, 4.0)]
+    pred = torch.cat([torch.tensor([m - math.sqrt(v), m + math.sqrt(v)], dtype=torch.float64) for m, v in mv])
+    layers = _toy_layers()
+    E = awa.enhanced_layers
+    # ⌈0.25·4⌉ = 1 layer of largest RELATIVE mean error: layer 0 (the absolute error would pick layer 2)
+    assert E(pred, target, layers, 0.25, 1.0).tolist() == [True, False, False, False]
+    # ⌈0.5·4⌉ = 2 layers of largest relative VARIANCE error: {3, 0} (σ would pick {3, 1})
+    assert E(pred, target, layers, 1.0, 0.5).tolist() == [True, False, False, True]
+    # 𝒫_mean = {0, 2} ∩ 𝒫_var = {0, 3} = {0}; with p = 0.3 the sizes are ⌈1.2⌉ = 2 too (a floor: {0} ∩ {3} = ∅)
+    assert E(pred, target, layers, 0.5, 0.5).tolist() == [True, False, False, False]
+    assert E(pred, target, layers, 0.3, 0.3).tolist() == [True, False, False, False]
+    assert E(pred, target, layers, 0.0, 0.5).tolist() == [False] * 4
+    # ⌈0.75·4⌉ = 3: 𝒫_mean = {0, 2, 3}, 𝒫_var = {0, 1, 3}
+    assert E(pred, target, layers, 0.75, 0.75).tolist() == [True, False, False, True]
+    # eq. 27: the weight of an enhanced layer is SET to q_en (layer 3's linear weight is 4)
+    Q = awa.AWAWeights(q_cv=4.0, q_bn=1.0, q_fc=1.0, q_en=100.0, p_mean=0.75, p_var=0.75)
+    assert awa.layer_weights(pred, target, layers, Q).tolist() == [100.0, 2.0, 3.0, 100.0]
+
+
+def test_weighted_distance_by_hand_and_unweighted_is_dlg():
+    layers = _toy_layers()
+    pred = torch.arange(8, dtype=torch.float64)
+    target = torch.zeros(8, dtype=torch.float64)
+    w = torch.tensor([1.0, 2.0, 0.5, 3.0], dtype=torch.float64)
+    by_hand = 1 * (0 + 1) + 2 * (4 + 9) + 0.5 * (16 + 25) + 3 * (36 + 49)
+    assert float(awa.weighted_distance(pred, target, layers, w)) == by_hand
+    assert float(awa.weighted_distance(pred, target, layers, torch.ones(4))) == float(update_distance(pred, target))
+
+
+# ---- the attacks' objectives --------------------------------------------------------------------------
+def _first_dummy(seed: int = 0) -> torch.Tensor:
+    return dummy_latent(4, (3, SIDE, SIDE), 1, "uniform", make_generator(seed)).double()
+
+
+def test_awa_scenario_4_attacks_the_interpolated_first_epoch():
+    """In case 4 the first objective value is eq. 23 between one replayed epoch of B batches from
+    θ_t and the interpolated target (θ_t - θ_{t+1})/E (eq. 19-21), with the weights of eq. 24/27."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=0)
+    Q = awa.AWAWeights(q_cv=3.0, q_bn=2.0, q_fc=5.0, q_en=9.0, p_mean=0.3, p_var=0.4)
+    rec = awa.awa_attack(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2,
+                         Q=Q, iterations=1, seed=0)
+    layers = awa.model_layers(m)
+    pred = th - local_sgd(m, th, _first_dummy(), y[orders[0]], lr=0.1, batch_size=2, shuffle=False)
+    target = (th - thn) / 2
+    w = awa.linear_weights(layers, 3.0, 2.0, 5.0)
+    w[awa.enhanced_layers(pred, target, layers, 0.3, 0.4)] = 9.0
+    assert rec.settings["approximate"] is True
+    assert math.isclose(rec.loss[0], float(awa.weighted_distance(pred, target, layers, w)), rel_tol=1e-10)
+
+
+def test_awa_with_unit_weights_is_dlg_and_dlg_refuses_scenario_4():
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, _ = awa.client_update(m, th, X, y, lr=0.1, epochs=4, batches=1, seed=0)
+    kw = dict(labels=y, image_shape=(3, SIDE, SIDE), lr=0.1, epochs=4, batches=1, iterations=3, seed=2)
+    a, d = awa.awa_attack(m, th, thn, **kw), awa.dlg_attack(m, th, thn, **kw)
+    assert torch.allclose(a.images, d.images, rtol=0, atol=1e-12) and a.loss == pytest.approx(d.loss, rel=1e-12)
+    # eq. 33 is the unweighted distance of the final dummy's replay
+    pred = awa.replay(m, th, a.images, y, lr=0.1, batches=1, epochs=4).detach()
+    assert math.isclose(a.settings["objective"], float(((pred - (th - thn)) ** 2).sum()), rel_tol=1e-10)
+    thn4, _ = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=0)
+    with pytest.raises(ValueError, match="Scenario 4"):
+        awa.dlg_attack(m, th, thn4, labels=y, image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2, iterations=1)
+
+
+def test_agic_is_one_combined_step_with_weighted_cosine():
+    """AGIC: one full-batch step of size η·E·B on the N dummies, loss Σ w_l (1 - cos_l)/Σ w_l, w_l = l."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=0)
+    rec = awa.agic_attack(m, th, thn, labels=y, image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2,
+                          iterations=1, seed=0)
+    layers = awa.model_layers(m)
+    pred = th - local_sgd(m, th, _first_dummy(), y, lr=0.1 * 2 * 2)
+    target = th - thn
+    cos = torch.stack([torch.nn.functional.cosine_similarity(pred[l.start:l.stop], target[l.start:l.stop], dim=0)
+                       for l in layers])
+    w = torch.arange(1, len(layers) + 1, dtype=torch.float64)
+    assert math.isclose(rec.loss[0], float((w * (1 - cos)).sum() / w.sum()), rel_tol=1e-10)
+
+
+# ---- eq. 33-40: Bayesian optimisation ---------------------------------------------------------------
+def test_table_ii_ranges():
+    assert awa.TABLE_II == {"q_cv": (1, 1000), "q_bn": (1, 1000), "q_fc": (1, 1000), "q_en": (1, 1000),
+                            "p_mean": (0, 0.5), "p_var": (0, 0.5)}
+
+
+def test_tune_weights_protocol_and_cost():
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=0)
+    res = awa.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2,
+                           n_trials=4, n_startup_trials=2, iterations=4, trial_iterations=2, seed=0)
+    assert len(res.values) == len(res.params) == len(res.iterations) == 4
+    assert res.iterations == [2, 2, 2, 2] and not any(res.stopped)
+    cm = res.cumulative_minimum()
+    assert all(b <= a for a, b in zip(cm, cm[1:])) and cm[-1] == min(res.values)
+    assert res.best.as_dict() == pytest.approx(res.params[res.values.index(min(res.values))])
+    for p in res.params:
+        for k, (lo, hi) in awa.TABLE_II.items():
+            assert lo <= p[k] <= hi
+    assert res.total_iterations == 4 * 2 + 4
+    assert res.reconstruction.settings["Q"] == res.best.as_dict()
+
+
+# ---- BatchNorm in FLModel ---------------------------------------------------------------------------
+def test_batchnorm_uses_batch_statistics_like_training_mode():
+    """FLModel's BatchNorm (track_running_stats=False) normalises with the batch's statistics:
+    the output equals the module's own forward in training mode."""
+    m, (X, _) = cnn64(), data()
+    th = m.init_params(0)
+    mod = m.to_module(th).train()
+    assert torch.allclose(m.forward(th, X), mod(X), atol=1e-12)
+    # a batch statistic: the output for image 0 depends on the other images of the batch
+    assert not torch.allclose(m.forward(th, X)[:1], m.forward(th, X[:2])[:1])
+
+
+def test_running_statistics_are_refused_with_the_fix():
+    with pytest.raises(ValueError, match="track_running_stats=False"):
+        FLModel(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(2, 2)), "cross_entropy")
+    assert small_cnn(3, 10, 16).dim > 0
+
+
+def test_tune_weights_with_pruning_records_stopped_trials():
+    """A pruned trial is kept as a completed trial with its value at stopping; its iteration count
+    is a multiple of report_every below the trial length."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=1, batches=2, seed=0)
+    res = awa.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=1, batches=2,
+                           n_trials=5, n_startup_trials=1, iterations=2, trial_iterations=6, prune=True,
+                           report_every=2, seed=1)
+    assert len(res.values) == 5 and all(math.isfinite(v) for v in res.values)
+    for it, stopped in zip(res.iterations, res.stopped):
+        assert stopped == (it < 6) and it % 2 == 0 and 2 <= it <= 6
+    assert not res.stopped[0]  # nothing to compare the first trial with
+    assert res.total_iterations == sum(res.iterations) + 2
