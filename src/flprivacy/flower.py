@@ -35,7 +35,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
 import torch
@@ -285,13 +285,16 @@ class _Outcome:
 
 def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0: Tensor,
                weighting: Literal["size", "uniform"] = "size", clients_per_round: int | None = None,
-               adversary: Adversary | None = None, connect_timeout: float = 60.0) -> tuple[ServerApp, _Outcome]:
+               adversary: Adversary | None = None, connect_timeout: float = 60.0,
+               on_finish: Callable[[MessageLog, Tensor], None] | None = None) -> tuple[ServerApp, _Outcome]:
     """A Flower ``ServerApp`` running FedAvg (Flower's strategy in a :class:`RecordingStrategy`)
     for ``rounds`` rounds from ``theta0``.
 
     It first asks every node which partition it holds (a ``query`` message; a real server knows
     its registered clients), then runs the strategy. Returns the app and an object whose
-    ``log`` and ``theta`` are filled when the app has run.
+    ``log`` and ``theta`` are filled when the app has run. In a deployment (``flwr run``) the
+    ServerApp runs in the SuperLink's own process: pass ``on_finish(log, theta)`` to save the log
+    there (e.g. with ``torch.save``).
     """
     where = "server_app"
     n = len(n_samples)
@@ -323,6 +326,8 @@ def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0:
         strategy = RecordingStrategy(model, log, node_to_client, inner=inner, adversary=adversary)
         strategy.start(grid, initial_arrays=to_arrays(model, theta0), num_rounds=rounds)
         out.theta, out.log = strategy.finish(), log
+        if on_finish is not None:
+            on_finish(log, out.theta)
 
     return app, out
 
