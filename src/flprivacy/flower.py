@@ -60,7 +60,7 @@ from .config import child_seed, generator
 from .federation import ClientData, Exchange, FLRun, LocalTrainer, MessageLog, client_weights
 from .models import FLModel
 from .threats import Adversary
-from .validation import NonFiniteError, check_finite, check_int, check_seed
+from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
 
 __all__ = ["RecordingStrategy", "InProcessGrid", "client_app", "server_app", "run_flower", "to_arrays", "from_arrays",
            "quiet_flower"]
@@ -76,6 +76,7 @@ def to_arrays(model: FLModel, theta: Tensor) -> ArrayRecord:
     if not isinstance(model, FLModel):
         raise TypeError(f"to_arrays: model must be an FLModel; got {type(model).__name__}.")
     theta = model._as_theta(theta)
+    check_finite("theta", theta, "to_arrays")
     return ArrayRecord({k: v.detach().clone() for k, v in model.unflatten(theta).items()})
 
 
@@ -196,7 +197,10 @@ class RecordingStrategy(Strategy):
                              f" once each; got {dict(node_to_client)}.")
         if adversary is not None and not isinstance(adversary, Adversary):
             raise TypeError(f"{where}: adversary must be a flprivacy.threats.Adversary; got {type(adversary).__name__}.")
-        self.inner = FedAvg(fraction_evaluate=0.0) if inner is None else inner
+        if inner is None:
+            with quiet_flower():  # FedAvg warns that fraction_evaluate=0 skips federated evaluation
+                inner = FedAvg(fraction_evaluate=0.0)
+        self.inner = inner
         if getattr(self.inner, "arrayrecord_key", ARRAYS) != ARRAYS:
             raise ValueError(f"{where}: the wrapped strategy must send the model under the key {ARRAYS!r}.")
         self.model, self.log, self.adversary = model, log, adversary
@@ -306,6 +310,7 @@ def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0:
         raise ValueError(f"{where}: clients_per_round must be in 1..{n}, got {clients_per_round}.")
     theta0 = model._as_theta(theta0, "theta0").detach().clone()
     check_finite("theta0", theta0, where)
+    check_choice("weighting", weighting, ("size", "uniform"), where)
     w = torch.tensor([float(s) for s in n_samples], dtype=torch.float64) if weighting == "size" else torch.ones(n, dtype=torch.float64)
     out = _Outcome()
     app = ServerApp()
