@@ -167,3 +167,29 @@ def test_grid_and_records_at_the_boundary():
         RecordingStrategy(model, MessageLog(2, torch.ones(2) / 2, [1, 1], 1.0), {5: 0, 6: 0})
     with pytest.raises(ValueError, match="backend"):
         run_flower(model, clients, rounds=1, local=LocalSGD(lr=0.1), backend="spark")
+
+
+def test_partial_participation_and_the_server_app_by_hand():
+    """Flower's FedAvg samples clients_per_round nodes; only their exchanges are logged. The
+    ServerApp run by hand on an InProcessGrid hands its log to on_finish (what a deployment uses)."""
+    import random
+
+    from flwr.app import Context, RecordDict
+
+    from flprivacy.flower import _server_identity, server_app
+
+    clients, model = _clients(6), linear_regression(4)
+    random.seed(0)
+    part = run_flower(model, clients, rounds=5, local=LocalSGD(lr=0.05), seed=0, clients_per_round=2)
+    assert all(len(p) == 2 for p in part.log.participants)
+    assert sorted((e.round, e.client) for e in part.log.exchanges()) == sorted(
+        (t, c) for t, p in enumerate(part.log.participants) for c in p)
+    got = {}
+    app, out = server_app(model, [c.n for c in clients], rounds=3, theta0=model.init_params(0),
+                          on_finish=lambda log, theta: got.update(log=log, theta=theta))
+    grid = InProcessGrid(client_app(model, clients, LocalSGD(lr=0.05)), len(clients), seed=1)
+    with _server_identity(run_id=1):
+        app(grid, Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={}))
+    assert got["log"] is out.log and got["log"].rounds == 3 and torch.equal(got["theta"], out.theta)
+    ref = run_fedavg(model, clients, rounds=3, local=LocalSGD(lr=0.05), seed=0, theta0=model.init_params(0))
+    assert (ref.theta - out.theta).abs().max() <= _tol(ref.log, len(clients), EPS64)
