@@ -207,11 +207,13 @@ class RecordingStrategy(Strategy):
         self.node_to_client = {int(k): int(v) for k, v in node_to_client.items()}
         self._sent: dict[int, tuple[Tensor, bool]] = {}
         self._theta: Tensor | None = None
+        self.clock: list[float] = []  # time.perf_counter() at the start of each round and at finish()
 
     def summary(self) -> None:
         self.inner.summary()
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
+        self.clock.append(time.perf_counter())
         t = server_round - 1
         theta = from_arrays(self.model, arrays)
         self._theta = theta
@@ -274,6 +276,7 @@ class RecordingStrategy(Strategy):
         """Record the final global model θ^T (``global_models[-1]``) and return it."""
         if self._theta is None:
             raise RuntimeError("RecordingStrategy.finish: no round was run.")
+        self.clock.append(time.perf_counter())
         self.log.global_models.append(self._theta)
         return self._theta
 
@@ -285,6 +288,7 @@ class _Outcome:
     def __init__(self) -> None:
         self.log: MessageLog | None = None
         self.theta: Tensor | None = None
+        self.round_seconds: list[float] = []  # wall time of each round, measured by the strategy
 
 
 def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0: Tensor,
@@ -331,6 +335,7 @@ def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0:
         strategy = RecordingStrategy(model, log, node_to_client, inner=inner, adversary=adversary)
         strategy.start(grid, initial_arrays=to_arrays(model, theta0), num_rounds=rounds)
         out.theta, out.log = strategy.finish(), log
+        out.round_seconds = [b - a for a, b in zip(strategy.clock, strategy.clock[1:])]
         if on_finish is not None:
             on_finish(log, out.theta)
 
@@ -437,6 +442,8 @@ def run_flower(
     clients (with Python's ``random``), so the rounds a client takes part in differ.
 
     ``server_lr`` is 1 (Flower's FedAvg averages); ``quiet`` silences Flower's INFO logging.
+    ``settings["round_seconds"]`` holds the wall time of each round as the strategy saw it
+    (without the backend's start-up).
 
     Returns:
         :class:`~flprivacy.federation.FLRun` with the final model and the recorded log.
@@ -473,7 +480,7 @@ def run_flower(
     if out.log is None:
         raise RuntimeError(f"{where}: the Flower ServerApp did not finish (see Flower's log above; run with quiet=False).")
     settings = dict(rounds=rounds, local=local, server_lr=1.0, clients_per_round=clients_per_round,
-                    weighting=weighting, backend=backend)
+                    weighting=weighting, backend=backend, round_seconds=out.round_seconds)
     return FLRun(theta=out.theta, log=out.log, model=model, seed=seed, settings=settings)
 
 

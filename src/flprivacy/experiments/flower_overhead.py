@@ -5,8 +5,9 @@
 The same federation (10 clients with 200 samples of 20 features, an MLP with 128 ReLU units,
 one full-batch local epoch) run by :func:`flprivacy.run_fedavg` and by
 :func:`flprivacy.flower.run_flower` on its in-process Grid (and, with ``--ray`` and Ray
-installed, on Flower's Simulation Engine). A run of R rounds and one of 1 round give the
-per-round time (t_R - t_1)/(R - 1) and the fixed start-up cost t_1 - per-round. Writes
+installed, on Flower's Simulation Engine). Flower's per-round time is the median of the rounds
+as its strategy timed them; the in-process one comes from a run of R rounds and one of 1 round,
+(t_R - t_1)/(R - 1); the start-up is the rest of the run's wall time. Writes
 ``book/results/flower_overhead.json``.
 """
 
@@ -30,19 +31,30 @@ def federation(n_clients: int = 10, n_samples: int = 200, n_features: int = 20, 
 
 
 def time_runs(runner, rounds: int, repeats: int = 2, **kw) -> dict:
-    """Best-of-``repeats`` wall time of a 1-round and an R-round run: per-round and start-up seconds."""
-    best = {}
-    for r in (1, rounds):
-        best[r] = min(_once(runner, r, **kw) for _ in range(repeats))
-    per_round = (best[rounds] - best[1]) / (rounds - 1)
-    return {"per_round_s": per_round, "startup_s": best[1] - per_round, "rounds": rounds,
-            "total_s": best[rounds]}
+    """Per-round and start-up seconds of ``runner`` (best of ``repeats``).
+
+    When the run reports the wall time of each round (``run_flower``'s
+    ``settings["round_seconds"]``), the per-round time is their median and the start-up the rest
+    of an R-round run. Otherwise a 1-round and an R-round run give (t_R - t_1)/(R - 1) per round
+    and t_1 minus that for the start-up.
+    """
+    runs = [_once(runner, rounds, **kw) for _ in range(repeats)]
+    total, run = min(runs, key=lambda x: x[0])
+    per_round_list = run.settings.get("round_seconds") if isinstance(getattr(run, "settings", None), dict) else None
+    if per_round_list:
+        per_round = sorted(per_round_list)[len(per_round_list) // 2]
+        startup = total - sum(per_round_list)
+    else:
+        t1 = min(_once(runner, 1, **kw)[0] for _ in range(repeats))
+        per_round = (total - t1) / (rounds - 1)
+        startup = t1 - per_round
+    return {"per_round_s": per_round, "startup_s": startup, "rounds": rounds, "total_s": total}
 
 
-def _once(runner, rounds: int, **kw) -> float:
+def _once(runner, rounds: int, **kw):
     t0 = time.perf_counter()
-    runner(rounds=rounds, **kw)
-    return time.perf_counter() - t0
+    run = runner(rounds=rounds, **kw)
+    return time.perf_counter() - t0, run
 
 
 def main(rounds: int = 8, ray: bool = False) -> dict:
