@@ -36,8 +36,9 @@ help:
 $(BIN)/python:
 	python3 -m venv $(ENV)
 
-$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# One pip call for both files, so the resolver sees the Flower extra's pins beside the core's.
+$(STAMP): requirements.txt requirements-flower.txt pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-flower.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
 
@@ -47,7 +48,7 @@ install: $(STAMP)
 # changed. It cannot see the library, the pinned versions, the scale, the seed or the data
 # folder, so the cache is emptied whenever one of those changes (their fingerprint is kept in
 # _build/.book-inputs). A failing chapter stops the build, naming the chapter, cell and error.
-BOOK_INPUTS = { cat requirements.txt pyproject.toml $$(find src -name '*.py' | sort); \
+BOOK_INPUTS = { cat requirements.txt requirements-flower.txt pyproject.toml $$(find src -name '*.py' | sort); \
                 echo "$${FLPRIVACY_SCALE:-} $${FLPRIVACY_SEED:-} $${FLPRIVACY_DATA_DIR:-}"; } | sha256sum | cut -c1-16
 
 book: install

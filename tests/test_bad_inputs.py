@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import importlib.util
 import inspect
 import math
 import pkgutil
@@ -55,6 +56,11 @@ import flprivacy
 
 # ---- the public API -------------------------------------------------------------------------------------
 PRIVATE_MODULES = ("flprivacy.experiments",)  # command-line scripts: their arguments are tested in test_reliability
+OPTIONAL_MODULES = {"flprivacy.flower": "flwr"}  # module -> the optional extra it needs (pip install flprivacy[flower])
+
+
+def _available(module: str) -> bool:
+    return module not in OPTIONAL_MODULES or importlib.util.find_spec(OPTIONAL_MODULES[module]) is not None
 
 
 def public_callables() -> dict[str, object]:
@@ -63,6 +69,8 @@ def public_callables() -> dict[str, object]:
     for info in pkgutil.walk_packages(flprivacy.__path__, "flprivacy."):
         name = info.name
         if any(part.startswith("_") and part != "__main__" for part in name.split(".")) or name.startswith(PRIVATE_MODULES):
+            continue
+        if not _available(name):  # an optional extra that is not installed: its recipes are skipped too
             continue
         mod = importlib.import_module(name)
         for attr, obj in vars(mod).items():
@@ -92,6 +100,7 @@ SKIP: dict[str, str] = {
     "attacks.inference.GradientObjective": "the internal objective of gradient_aia, which is covered",
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
+    "flower.quiet_flower": "a context manager around Flower's logger; its only argument is a logging level",
     "plotting.image_grid": "figures; exercised by the notebooks",
     "data.__main__.main": "the data command line (argparse); tested in test_data",
     "data.files.download": "network; test_reliability covers dead mirrors and checksums",
@@ -497,6 +506,28 @@ def recipes() -> dict[str, Recipe]:
     add("diffusion.mde", diffusion.mde,
         lambda: dict(model=unet(), raw=raw28(), labels=torch.tensor([1, 2]), iterations=2, lr=0.05, n_steps=2,
                      seed=0))
+    # the Flower adapter (optional extra)
+    if _available("flprivacy.flower"):
+        from flprivacy import flower
+
+        def capp():
+            return flower.client_app(F()["lin"], F()["clients"], F()["LocalSGD"](lr=0.05))
+
+        add("flower.to_arrays", flower.to_arrays, lambda: dict(model=F()["lin"], theta=F()["theta"]), compare=False)
+        add("flower.from_arrays", flower.from_arrays,
+            lambda: dict(model=F()["lin"], arrays=flower.to_arrays(F()["lin"], F()["theta"])))
+        add("flower.client_app", flower.client_app,
+            lambda: dict(model=F()["lin"], clients=F()["clients"], local=F()["LocalSGD"](lr=0.05), seed=0,
+                         weighting="size"), compare=False)
+        add("flower.server_app", flower.server_app,
+            lambda: dict(model=F()["lin"], n_samples=[8, 7, 9], rounds=2, theta0=F()["theta"], weighting="size"),
+            compare=False)
+        add("flower.InProcessGrid", flower.InProcessGrid, lambda: dict(app=capp(), n_nodes=3, seed=0), compare=False)
+        add("flower.RecordingStrategy", flower.RecordingStrategy,
+            lambda: dict(model=F()["lin"], log=F()["run"].log, node_to_client={11: 0, 12: 1, 13: 2}), compare=False)
+        add("flower.run_flower", flower.run_flower,
+            lambda: dict(model=F()["lin"], clients=F()["clients"], rounds=2, local=F()["LocalSGD"](lr=0.05), seed=0,
+                         weighting="size"), compare=True)
     return R
 
 
@@ -519,7 +550,8 @@ SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_cl
               "n_subsets", "n_trials", "batch", "iterations", "fit_steps", "decode_steps", "hidden", "n_features",
               "n_classes", "n_outputs", "in_channels", "image_size", "E", "S_c", "B", "K", "d", "n_c", "max_steps",
               "pilot_steps", "check_every", "chunk", "n_uniform", "restarts", "local_steps", "n_synthetic",
-              "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor", "round"}
+              "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor", "round",
+              "n_nodes", "clients_per_round"}
 RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "attack_lr", "val_fraction", "h", "sigma",
               "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
@@ -680,7 +712,7 @@ def test_every_public_callable_has_a_recipe_or_a_reason():
     assert not missing, (f"public callables without a bad-input recipe or a SKIP reason: {missing}. Add a valid call "
                          "to recipes() in tests/test_bad_inputs.py (the sweep then derives the bad ones), or a "
                          "justified SKIP entry.")
-    stale = sorted(k for k in SKIP if k not in api)
+    stale = sorted(k for k in SKIP if k not in api and _available("flprivacy." + k.rsplit(".", 1)[0]))
     assert not stale, f"SKIP names callables that no longer exist: {stale}"
     assert all(reason for reason in SKIP.values())
 

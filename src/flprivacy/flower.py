@@ -1,0 +1,508 @@
+"""The book's federation on Flower, recorded as a :class:`~flprivacy.federation.MessageLog`.
+
+Flower (``flwr``, Beutel et al. 2020) runs federated learning as a *ServerApp* that talks to
+*ClientApps* through Messages. This module runs the book's FedAvg (Diana et al. 2025, Alg. 1
+with the local update of Alg. 2) on Flower and records, from the server's side, exactly what
+:func:`flprivacy.federation.run_fedavg` records: the global model θ^t of every round and, per
+client and round, the model sent and the model returned. The attacks of the book read that log
+(through :mod:`flprivacy.threats`) and nothing else, so they run on a Flower federation
+unchanged.
+
+Everything is a thin layer on Flower's own extension points, not a fork:
+
+- :class:`RecordingStrategy` is a Flower ``Strategy`` that wraps another one (Flower's
+  ``FedAvg`` by default) and records the messages passing through ``configure_train`` and
+  ``aggregate_train``. With an :class:`~flprivacy.threats.Adversary` (e.g.
+  :class:`flprivacy.attacks.active.AdamActive`, Alg. 4) it is the active, malicious server: it
+  replaces the model sent to the target clients and keeps their replies out of the aggregate.
+- :func:`client_app` is a Flower ``ClientApp`` whose ``train`` handler runs the book's local
+  update (:class:`~flprivacy.federation.LocalSGD`, or any
+  :class:`~flprivacy.federation.LocalTrainer`) on the client's partition.
+- :func:`server_app` is a Flower ``ServerApp`` that learns which node holds which partition and
+  runs the strategy.
+- :class:`InProcessGrid` is a Flower ``Grid`` (the ServerApp's transport) that hands each
+  Message to the ClientApp in this process, after a round trip through Flower's wire format
+  (protobuf). :func:`run_flower` uses it by default; ``backend="ray"`` runs the same apps on
+  Flower's Simulation Engine (``flwr.simulation.run_simulation``, which needs Ray).
+
+Install the optional dependency with ``pip install flprivacy[flower]`` (or
+``pip install -r requirements.txt -r requirements-flower.txt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+try:
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+    from flwr.common.constant import SUPERLINK_NODE_ID
+    from flwr.common.serde import message_from_proto, message_to_proto
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.serverapp.strategy import FedAvg, Strategy
+    from flwr.supercore.run import Run
+    from flwr.supercore.task_identity import TaskIdentity
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "flprivacy.flower needs Flower: install the optional extra with `pip install flprivacy[flower]` "
+        "or `pip install -r requirements.txt -r requirements-flower.txt`."
+    ) from e
+
+from .config import child_seed, generator
+from .federation import ClientData, Exchange, FLRun, LocalTrainer, MessageLog, client_weights
+from .models import FLModel
+from .threats import Adversary
+from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
+
+__all__ = ["RecordingStrategy", "InProcessGrid", "client_app", "server_app", "run_flower", "to_arrays", "from_arrays",
+           "quiet_flower"]
+
+ARRAYS = "arrays"  # Flower's FedAvg puts the model under this key (its ``arrayrecord_key``)
+PARTITION = "partition-id"  # the node config key naming a node's data partition (Flower's convention)
+
+
+# ---- models <-> Flower records ----------------------------------------------------------------------------
+def to_arrays(model: FLModel, theta: Tensor) -> ArrayRecord:
+    """θ as a Flower ``ArrayRecord`` holding the model's PyTorch ``state_dict`` (what a Flower
+    user sends: one array per named parameter)."""
+    if not isinstance(model, FLModel):
+        raise TypeError(f"to_arrays: model must be an FLModel; got {type(model).__name__}.")
+    theta = model._as_theta(theta)
+    check_finite("theta", theta, "to_arrays")
+    return ArrayRecord({k: v.detach().clone() for k, v in model.unflatten(theta).items()})
+
+
+def from_arrays(model: FLModel, arrays: ArrayRecord) -> Tensor:
+    """The flat parameter vector θ held in a Flower ``ArrayRecord`` (the inverse of
+    :func:`to_arrays`); raises if a parameter is missing or has the wrong shape."""
+    if not isinstance(model, FLModel):
+        raise TypeError(f"from_arrays: model must be an FLModel; got {type(model).__name__}.")
+    if not isinstance(arrays, ArrayRecord):
+        raise TypeError(f"from_arrays: arrays must be a flwr ArrayRecord; got {type(arrays).__name__}.")
+    expected = dict(zip(model._names, model._shapes))
+    if set(arrays.keys()) != set(expected):
+        raise ValueError(f"from_arrays: the ArrayRecord holds parameters {sorted(arrays.keys())} but the model has "
+                         f"{sorted(expected)}; send the model's state_dict (to_arrays).")
+    parts = []
+    for k, shape in expected.items():
+        v = torch.from_numpy(arrays[k].numpy().copy())
+        if tuple(v.shape) != tuple(shape):
+            raise ValueError(f"from_arrays: parameter {k!r} has shape {tuple(v.shape)}; the model expects {tuple(shape)}.")
+        parts.append(v.reshape(-1).to(model.dtype))
+    return torch.cat(parts)
+
+
+@contextlib.contextmanager
+def quiet_flower(level: int = logging.ERROR) -> Iterator[None]:
+    """Silence Flower's logger (it logs every round at INFO) below ``level`` inside the ``with`` block."""
+    logger = logging.getLogger("flwr")
+    old = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(old)
+
+
+# ---- the ClientApp -----------------------------------------------------------------------------------------
+def client_app(model: FLModel, clients: Sequence[ClientData], local: LocalTrainer, *, seed: int = 0,
+               weighting: Literal["size", "uniform"] = "size") -> ClientApp:
+    """A Flower ``ClientApp`` running the book's local update (Diana Alg. 2) on node data.
+
+    The node whose ``node_config["partition-id"]`` is c trains on ``clients[c]``: its ``train``
+    handler reads θ from the message, runs ``local(model, θ, clients[c], gen)`` and replies with
+    the returned model and ``num-examples`` (FedAvg's weight: S_c, or 1 with
+    ``weighting="uniform"``, as p_c of eq. 1). ``gen`` is client c's random stream, seeded as in
+    :func:`~flprivacy.federation.run_fedavg` (``child_seed(seed, 2, c)``) and kept across rounds
+    in the node's ``Context.state``, so a Flower run and an in-process run shuffle identically.
+    Its ``query`` handler answers the server's question "which partition do you hold?".
+    """
+    where = "client_app"
+    if not isinstance(model, FLModel):
+        raise TypeError(f"{where}: model must be an FLModel (e.g. flprivacy.linear_regression(...)); "
+                        f"got {type(model).__name__}.")
+    _check_clients(clients, where)
+    if not callable(local):
+        raise TypeError(f"{where}: local must be a local trainer such as LocalSGD(lr=...); got {type(local).__name__}.")
+    check_seed("seed", seed, where)
+    weights = client_weights(clients, weighting)  # validates weighting
+    del weights
+    app = ClientApp()
+
+    def _partition(context: Context) -> int:
+        c = int(context.node_config[PARTITION])
+        if not 0 <= c < len(clients):
+            raise ValueError(f"{where}: node {context.node_id} has partition-id {c}; there are {len(clients)} clients.")
+        return c
+
+    @app.query()
+    def query(msg: Message, context: Context) -> Message:
+        return Message(RecordDict({"node": ConfigRecord({PARTITION: _partition(context)})}), reply_to=msg)
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        c = _partition(context)
+        gen = generator(child_seed(seed, 2, c))
+        if "rng" in context.state.array_records:
+            gen.set_state(torch.from_numpy(context.state.array_records["rng"]["state"].numpy().copy()))
+        theta = from_arrays(model, msg.content.array_records[ARRAYS])
+        returned = local(model, theta.clone(), clients[c], gen).detach()
+        context.state.array_records["rng"] = ArrayRecord({"state": gen.get_state()})
+        n = clients[c].n if weighting == "size" else 1
+        content = RecordDict({ARRAYS: to_arrays(model, returned), "metrics": MetricRecord({"num-examples": n})})
+        return Message(content, reply_to=msg)
+
+    return app
+
+
+# ---- the recording strategy ----------------------------------------------------------------------------------
+class RecordingStrategy(Strategy):
+    """A Flower strategy that records the book's :class:`~flprivacy.federation.MessageLog`.
+
+    Wraps ``inner`` (Flower's ``FedAvg`` unless given) and delegates sampling, message
+    construction and aggregation to it. Server round r (Flower counts from 1) is the book's
+    round t = r - 1. In ``configure_train`` it records θ^t (the ``arrays`` Flower is about to
+    send) and, when an ``adversary`` forges a model for a sampled client, puts the forgery in
+    that client's message instead (Diana §2.2, the malicious server). In ``aggregate_train`` it
+    records every reply as an :class:`~flprivacy.federation.Exchange` and passes on only the
+    honest ones (plus the forged ones if ``adversary.aggregate_forged``), as
+    :func:`~flprivacy.federation.run_fedavg` does. :meth:`finish` records the final model θ^T.
+
+    Args:
+        model: the architecture (to read θ out of Flower's ArrayRecords).
+        log: the :class:`MessageLog` to fill.
+        node_to_client: the client index c of each Flower node id.
+        inner: the strategy to wrap; its ``arrayrecord_key`` must be ``"arrays"``.
+        adversary: an active adversary (see :mod:`flprivacy.threats`), or None for an honest
+            server.
+    """
+
+    def __init__(self, model: FLModel, log: MessageLog, node_to_client: dict[int, int], inner: Strategy | None = None,
+                 adversary: Adversary | None = None):
+        where = "RecordingStrategy"
+        if not isinstance(model, FLModel):
+            raise TypeError(f"{where}: model must be an FLModel; got {type(model).__name__}.")
+        if not isinstance(log, MessageLog):
+            raise TypeError(f"{where}: log must be a MessageLog; got {type(log).__name__}.")
+        if sorted(node_to_client.values()) != list(range(len(node_to_client))) or len(node_to_client) != log.n_clients:
+            raise ValueError(f"{where}: node_to_client must map {log.n_clients} node ids to the clients 0..{log.n_clients - 1}"
+                             f" once each; got {dict(node_to_client)}.")
+        if adversary is not None and not isinstance(adversary, Adversary):
+            raise TypeError(f"{where}: adversary must be a flprivacy.threats.Adversary; got {type(adversary).__name__}.")
+        if inner is None:
+            with quiet_flower():  # FedAvg warns that fraction_evaluate=0 skips federated evaluation
+                inner = FedAvg(fraction_evaluate=0.0)
+        self.inner = inner
+        if getattr(self.inner, "arrayrecord_key", ARRAYS) != ARRAYS:
+            raise ValueError(f"{where}: the wrapped strategy must send the model under the key {ARRAYS!r}.")
+        self.model, self.log, self.adversary = model, log, adversary
+        self.node_to_client = {int(k): int(v) for k, v in node_to_client.items()}
+        self._sent: dict[int, tuple[Tensor, bool]] = {}
+        self._theta: Tensor | None = None
+        self.clock: list[float] = []  # time.perf_counter() at the start of each round and at finish()
+
+    def summary(self) -> None:
+        self.inner.summary()
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
+        self.clock.append(time.perf_counter())
+        t = server_round - 1
+        theta = from_arrays(self.model, arrays)
+        self._theta = theta
+        self.log.global_models.append(theta)
+        messages = list(self.inner.configure_train(server_round, arrays, config, grid))
+        out, sampled, self._sent = [], [], {}
+        for msg in messages:
+            c = self.node_to_client[msg.metadata.dst_node_id]
+            sampled.append(c)
+            forged = self.adversary.forge(t, c, theta, self.log) if self.adversary is not None else None
+            if forged is None:
+                self._sent[c] = (theta, False)
+                out.append(msg)
+                continue
+            forged = self.model._as_theta(forged.detach(), "forged model")
+            content = RecordDict({k: v for k, v in msg.content.items()})  # shallow copy: same config
+            content[ARRAYS] = to_arrays(self.model, forged)
+            self._sent[c] = (forged, True)
+            out.append(Message(content, dst_node_id=msg.metadata.dst_node_id, message_type=msg.metadata.message_type,
+                               group_id=msg.metadata.group_id))
+        self.log.participants.append(sorted(sampled))
+        return out
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        t = server_round - 1
+        replies = list(replies)
+        kept = []
+        for reply in sorted(replies, key=lambda m: self.node_to_client[m.metadata.src_node_id]):
+            c = self.node_to_client[reply.metadata.src_node_id]
+            if reply.has_error():
+                raise RuntimeError(f"round {t}, client {c}: the ClientApp failed: {reply.error.reason}")
+            sent, forged = self._sent[c]
+            returned = from_arrays(self.model, reply.content.array_records[ARRAYS])
+            if not bool(torch.isfinite(returned).all()):
+                raise NonFiniteError(
+                    f"round {t}, client {c}: the returned model is non-finite (NaN/inf); the local trainer diverged "
+                    f"(learning rate too large?){' on a forged model' if forged else ''}.")
+            self.log.record(Exchange(t, c, sent, returned, forged))
+            if not forged or (self.adversary is not None and self.adversary.aggregate_forged):
+                kept.append(reply)
+        missing = sorted(set(self._sent) - {self.node_to_client[m.metadata.src_node_id] for m in replies})
+        if missing:
+            raise RuntimeError(f"round {t}: no reply from clients {missing} (a node failed or timed out).")
+        if not kept:  # every reply was a forged one: θ stays (as in run_fedavg)
+            return None, None
+        arrays, metrics = self.inner.aggregate_train(server_round, kept)
+        if arrays is not None:
+            self._theta = from_arrays(self.model, arrays)
+            if not bool(torch.isfinite(self._theta).all()):
+                raise NonFiniteError(f"round {t}: the aggregated global model is non-finite (NaN/inf).")
+        return arrays, metrics
+
+    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
+        return self.inner.configure_evaluate(server_round, arrays, config, grid)
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        return self.inner.aggregate_evaluate(server_round, replies)
+
+    def finish(self) -> Tensor:
+        """Record the final global model θ^T (``global_models[-1]``) and return it."""
+        if self._theta is None:
+            raise RuntimeError("RecordingStrategy.finish: no round was run.")
+        self.clock.append(time.perf_counter())
+        self.log.global_models.append(self._theta)
+        return self._theta
+
+
+# ---- the ServerApp --------------------------------------------------------------------------------------------
+class _Outcome:
+    """Where the ServerApp leaves its results (it runs in a thread under run_simulation)."""
+
+    def __init__(self) -> None:
+        self.log: MessageLog | None = None
+        self.theta: Tensor | None = None
+        self.round_seconds: list[float] = []  # wall time of each round, measured by the strategy
+
+
+def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0: Tensor,
+               weighting: Literal["size", "uniform"] = "size", clients_per_round: int | None = None,
+               adversary: Adversary | None = None, connect_timeout: float = 60.0,
+               on_finish: Callable[[MessageLog, Tensor], None] | None = None) -> tuple[ServerApp, _Outcome]:
+    """A Flower ``ServerApp`` running FedAvg (Flower's strategy in a :class:`RecordingStrategy`)
+    for ``rounds`` rounds from ``theta0``.
+
+    It first asks every node which partition it holds (a ``query`` message; a real server knows
+    its registered clients), then runs the strategy. Returns the app and an object whose
+    ``log`` and ``theta`` are filled when the app has run. In a deployment (``flwr run``) the
+    ServerApp runs in the SuperLink's own process: pass ``on_finish(log, theta)`` to save the log
+    there (e.g. with ``torch.save``).
+    """
+    where = "server_app"
+    n = len(n_samples)
+    check_int("rounds", rounds, where, minimum=1)
+    if n < 1:
+        raise ValueError(f"{where}: n_samples is empty; give S_c for at least one client.")
+    m = n if clients_per_round is None else check_int("clients_per_round", clients_per_round, where, minimum=1)
+    if m > n:
+        raise ValueError(f"{where}: clients_per_round must be in 1..{n}, got {clients_per_round}.")
+    theta0 = model._as_theta(theta0, "theta0").detach().clone()
+    check_finite("theta0", theta0, where)
+    check_choice("weighting", weighting, ("size", "uniform"), where)
+    w = torch.tensor([float(s) for s in n_samples], dtype=torch.float64) if weighting == "size" else torch.ones(n, dtype=torch.float64)
+    out = _Outcome()
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        deadline = time.monotonic() + connect_timeout  # nodes connect asynchronously (SuperNodes, Ray)
+        while len(nodes := sorted(grid.get_node_ids())) < n and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if len(nodes) != n:
+            raise RuntimeError(f"{where}: {len(nodes)} nodes are connected after {connect_timeout} s but the federation "
+                               f"has {n} clients; start one SuperNode per client (or wait longer: connect_timeout).")
+        replies = grid.send_and_receive([Message(RecordDict(), dst_node_id=i, message_type=MessageType.QUERY) for i in nodes])
+        node_to_client = {r.metadata.src_node_id: int(r.content.config_records["node"][PARTITION]) for r in replies}
+        log = MessageLog(n, w / w.sum(), [int(s) for s in n_samples], 1.0)
+        inner = FedAvg(fraction_train=m / n, fraction_evaluate=0.0, min_train_nodes=m, min_evaluate_nodes=0,
+                       min_available_nodes=n)
+        strategy = RecordingStrategy(model, log, node_to_client, inner=inner, adversary=adversary)
+        strategy.start(grid, initial_arrays=to_arrays(model, theta0), num_rounds=rounds)
+        out.theta, out.log = strategy.finish(), log
+        out.round_seconds = [b - a for a, b in zip(strategy.clock, strategy.clock[1:])]
+        if on_finish is not None:
+            on_finish(log, out.theta)
+
+    return app, out
+
+
+# ---- an in-process transport --------------------------------------------------------------------------------
+class InProcessGrid(Grid):
+    """A Flower ``Grid`` that delivers each Message to a ``ClientApp`` in this process.
+
+    One node per client, with a random 63-bit node id (as Flower assigns; from ``seed``) and a
+    ``Context`` whose ``node_config`` names its partition (``partition-id``, ``num-partitions``)
+    and whose ``state`` persists across rounds, as on a SuperNode. Every message and reply is
+    serialised to Flower's protobuf wire format and parsed back, so the server reads what a
+    remote client would have sent. Calls are sequential: this is a transport for testing and
+    teaching, not for speed.
+    """
+
+    def __init__(self, app: ClientApp, n_nodes: int, *, seed: int = 0, wire: bool = True):
+        check_int("n_nodes", n_nodes, "InProcessGrid", minimum=1)
+        check_seed("seed", seed, "InProcessGrid")
+        if not isinstance(app, ClientApp):
+            raise TypeError(f"InProcessGrid: app must be a flwr ClientApp; got {type(app).__name__}.")
+        rng = random.Random(seed)
+        ids: list[int] = []
+        while len(ids) < n_nodes:
+            i = rng.getrandbits(63)
+            if i > 1 and i not in ids:
+                ids.append(i)
+        self.app, self.wire = app, bool(wire)
+        self.contexts = {i: Context(run_id=1, node_id=i, node_config={PARTITION: c, "num-partitions": n_nodes},
+                                    state=RecordDict(), run_config={}) for c, i in enumerate(ids)}
+        self._run: Run | None = None
+        self._replies: dict[str, Message] = {}
+        self._counter = 0
+
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def run(self) -> Run:
+        return self._run if self._run is not None else Run.create_empty(1)
+
+    def create_message(self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str,
+                       ttl: float | None = None) -> Message:
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self) -> list[int]:
+        return list(self.contexts)
+
+    def _over_the_wire(self, msg: Message) -> Message:
+        if not self.wire:
+            return msg
+        msg_id = msg.metadata.message_id
+        copy = message_from_proto(message_to_proto(msg))
+        copy.metadata.__dict__["_message_id"] = msg_id  # the id is not serialised (the link sets it)
+        return copy
+
+    def push_messages(self, messages: Iterable[Message]) -> list[str]:
+        ids = []
+        for msg in messages:
+            if msg.metadata.dst_node_id not in self.contexts:
+                raise ValueError(f"InProcessGrid: no node with id {msg.metadata.dst_node_id}.")
+            self._counter += 1
+            msg.metadata.__dict__["_message_id"] = f"m{self._counter}"  # as Flower's InMemoryGrid does
+            reply = self.app(self._over_the_wire(msg), self.contexts[msg.metadata.dst_node_id])
+            reply.metadata.__dict__["_message_id"] = f"r{self._counter}"
+            self._replies[msg.metadata.message_id] = self._over_the_wire(reply)
+            ids.append(msg.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:
+        return [self._replies.pop(i) for i in message_ids if i in self._replies]
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> list[Message]:
+        return self.pull_messages(self.push_messages(messages))
+
+
+# ---- one call ---------------------------------------------------------------------------------------------------
+def run_flower(
+    model: FLModel,
+    clients: Sequence[ClientData],
+    *,
+    rounds: int,
+    local: LocalTrainer,
+    clients_per_round: int | None = None,
+    weighting: Literal["size", "uniform"] = "size",
+    seed: int = 0,
+    theta0: Tensor | None = None,
+    adversary: Adversary | None = None,
+    backend: Literal["inprocess", "ray"] = "inprocess",
+    backend_config: dict | None = None,
+    quiet: bool = True,
+) -> FLRun:
+    """FedAvg (Diana Alg. 1, local update Alg. 2) on Flower: :func:`run_fedavg`'s contract.
+
+    Builds :func:`server_app` and :func:`client_app` and runs them, with ``backend="inprocess"``
+    on an :class:`InProcessGrid`, or with ``backend="ray"`` on Flower's Simulation Engine
+    (``flwr.simulation.run_simulation``; needs ``pip install flwr[simulation]``) with
+    ``backend_config`` (e.g. ``{"client_resources": {"num_cpus": 1, "num_gpus": 0.0}}``).
+    With full participation (``clients_per_round=None``), the same ``seed`` and the same
+    deterministic ``local``, the returned log equals :func:`run_fedavg`'s to float precision
+    (the two aggregate in a different order). With partial participation Flower samples the
+    clients (with Python's ``random``), so the rounds a client takes part in differ.
+
+    ``server_lr`` is 1 (Flower's FedAvg averages); ``quiet`` silences Flower's INFO logging.
+    ``settings["round_seconds"]`` holds the wall time of each round as the strategy saw it
+    (without the backend's start-up).
+
+    Returns:
+        :class:`~flprivacy.federation.FLRun` with the final model and the recorded log.
+    """
+    where = "run_flower"
+    if not isinstance(model, FLModel):
+        raise TypeError(f"{where}: model must be an FLModel (e.g. flprivacy.mlp(...)); got {type(model).__name__}.")
+    check_int("rounds", rounds, where, minimum=1)
+    check_seed("seed", seed, where)
+    _check_clients(clients, where)
+    if backend not in ("inprocess", "ray"):
+        raise ValueError(f"{where}: backend must be 'inprocess' or 'ray', got {backend!r}.")
+    if theta0 is None:
+        theta0 = model.init_params(seed)
+    theta0 = model._as_theta(theta0, "theta0").detach().clone()
+    try:
+        model.forward(theta0, clients[0].X[:1])
+    except ValueError as e:
+        raise ValueError(f"{where}: clients[0].X does not fit the model: {e}") from None
+    capp = client_app(model, clients, local, seed=seed, weighting=weighting)
+    sapp, out = server_app(model, [c.n for c in clients], rounds=rounds, theta0=theta0, weighting=weighting,
+                           clients_per_round=clients_per_round, adversary=adversary)
+    with quiet_flower() if quiet else contextlib.nullcontext():
+        if backend == "inprocess":
+            grid = InProcessGrid(capp, len(clients), seed=seed)
+            with _server_identity(run_id=1):
+                sapp(grid, Context(run_id=1, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(),
+                                   run_config={}))
+        else:
+            from flwr.simulation import run_simulation
+
+            run_simulation(server_app=sapp, client_app=capp, num_supernodes=len(clients),
+                           backend_config=backend_config or {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
+    if out.log is None:
+        raise RuntimeError(f"{where}: the Flower ServerApp did not finish (see Flower's log above; run with quiet=False).")
+    settings = dict(rounds=rounds, local=local, server_lr=1.0, clients_per_round=clients_per_round,
+                    weighting=weighting, backend=backend, round_seconds=out.round_seconds)
+    return FLRun(theta=out.theta, log=out.log, model=model, seed=seed, settings=settings)
+
+
+@contextlib.contextmanager
+def _server_identity(run_id: int) -> Iterator[None]:
+    """The process-wide task identity that Flower's ``Message`` reads for the server (set as
+    ``flwr.simulation.run_simulation`` does), restored afterwards."""
+    old = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
+    try:
+        yield
+    finally:
+        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = old
+
+
+def _check_clients(clients: Sequence[ClientData], where: str) -> None:
+    if isinstance(clients, ClientData) or not isinstance(clients, Sequence):
+        raise TypeError(f"{where}: clients must be a list of ClientData; got {type(clients).__name__}.")
+    if len(clients) == 0:
+        raise ValueError(f"{where} needs at least one client (clients is empty).")
+    for i, cd in enumerate(clients):
+        if not isinstance(cd, ClientData):
+            raise TypeError(f"{where}: clients[{i}] must be a ClientData(X, y); got {type(cd).__name__}.")
+        check_finite(f"clients[{i}].X", cd.X, where)
+        check_finite(f"clients[{i}].y", cd.y, where)

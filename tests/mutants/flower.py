@@ -1,0 +1,57 @@
+"""Plausible bugs in the Flower adapter (issue 15): recording, forging and client training.
+
+Run from the repository root, with a Python that has the Flower extra:
+
+    PYTHONPATH=$PWD:$PWD/src .venv/bin/python tools/mutation.py tests/mutants/flower.py --json /tmp/flower_mut.json
+
+Each mutant breaks one step of Alg. 1 (the server's round), Alg. 2 (the client's update), eq. 1
+(FedAvg's weights), Alg. 4 (the forgery) or the recording of the message log; ``why`` names it.
+"""
+
+import sys
+
+from tools.mutation import Mutant
+
+FL = "src/flprivacy/flower.py"
+
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/test_flower.py"]
+
+MUTANTS = [
+    # ---- the log: what is recorded where ------------------------------------------------------------
+    Mutant("round_off_by_one", FL, "t = server_round - 1\n        theta = from_arrays",
+           "t = server_round\n        theta = from_arrays", "Flower's server round r is the book's round t = r - 1"),
+    Mutant("final_model_not_recorded", FL, "        self.log.global_models.append(self._theta)\n        return self._theta",
+           "        return self._theta", "the log holds θ^0..θ^T: T + 1 global models"),
+    Mutant("participants_in_flower_order", FL, "self.log.participants.append(sorted(sampled))",
+           "self.log.participants.append(sampled)", "C_s^t recorded in Flower's random sampling order"),
+    Mutant("forged_logged_as_global", FL, "self._sent[c] = (forged, True)", "self._sent[c] = (theta, True)",
+           "Alg. 4: the log must hold the forged model the target received, not θ^t"),
+    Mutant("parameter_order_reversed", FL, "parts.append(v.reshape(-1).to(model.dtype))",
+           "parts.insert(0, v.reshape(-1).to(model.dtype))", "θ read out of the ArrayRecord in the wrong parameter order"),
+    Mutant("nodes_assumed_in_partition_order", FL,
+           'node_to_client = {r.metadata.src_node_id: int(r.content.config_records["node"][PARTITION]) for r in replies}',
+           "node_to_client = {node: i for i, node in enumerate(nodes)}",
+           "the server assumes sorted node ids are clients 0..C-1 instead of asking the nodes"),
+    # ---- eq. 1: FedAvg's weights ------------------------------------------------------------------------
+    Mutant("uniform_num_examples", FL, 'n = clients[c].n if weighting == "size" else 1', "n = 1",
+           "eq. 1: p_c ∝ S_c; the client reports num-examples = 1"),
+    Mutant("log_weights_uniform", FL, "log = MessageLog(n, w / w.sum(),", "log = MessageLog(n, torch.ones(n) / n,",
+           "eq. 1: the log's p_c must be the aggregation's weights"),
+    # ---- Alg. 2 on the ClientApp: the client's random stream ------------------------------------------------
+    Mutant("rng_not_kept_across_rounds", FL,
+           'context.state.array_records["rng"] = ArrayRecord({"state": gen.get_state()})', "pass",
+           "Alg. 2: the client's shuffling stream restarts every round instead of continuing"),
+    Mutant("one_stream_for_all_clients", FL, "gen = generator(child_seed(seed, 2, c))", "gen = generator(child_seed(seed, 2, 0))",
+           "Alg. 2: every client shuffles with client 0's stream"),
+    # ---- Alg. 4 on Flower: the forgery and the aggregate ----------------------------------------------------
+    Mutant("forgery_not_sent", FL, "content[ARRAYS] = to_arrays(self.model, forged)",
+           "content[ARRAYS] = to_arrays(self.model, theta)", "Alg. 4: the target must receive θ_c^a, not θ^t"),
+    Mutant("forged_replies_aggregated", FL,
+           "if not forged or (self.adversary is not None and self.adversary.aggregate_forged):",
+           "if True:", "forged replies stay out of the aggregate (run_fedavg's rule)"),
+    Mutant("forgery_to_everyone", FL,
+           "forged = self.adversary.forge(t, c, theta, self.log) if self.adversary is not None else None",
+           "forged = self.adversary.forge(t, self.adversary.targets and min(self.adversary.targets) or c, theta, "
+           "self.log) if self.adversary is not None else None",
+           "Alg. 4 targets one client: the forged model goes to every sampled node"),
+]
