@@ -81,6 +81,19 @@ def use_threads(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
 
 
+def seeds_command(description: str, argv: Sequence[str] | None, *, quick: int, paper: int,
+                  parser: argparse.ArgumentParser | None = None) -> tuple[argparse.Namespace, int]:
+    """The command line shared by the seed-sweep experiments: ``--seeds N`` (default ``quick`` or
+    ``paper`` runs, by :func:`flprivacy.config.scale`), parsed from ``argv``, with torch on one
+    thread (thousands of tiny products: one thread is faster on a shared CPU). ``parser`` may
+    carry the command's other options. Returns the parsed arguments and the number of runs."""
+    p = parser or argparse.ArgumentParser(description=description)
+    p.add_argument("--seeds", type=positive_int, default=None, help=f"runs (default: {paper} paper, {quick} quick)")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    return args, args.seeds or (paper if scale() == "paper" else quick)
+
+
 def result_path(name: str, scale_: str | None = None) -> Path:
     """Path of the result file ``name`` at scale ``scale_`` (default: the current scale).
 

@@ -11,7 +11,6 @@ held-out data, of the decoded model and of the last model she returned. Settings
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,11 +20,10 @@ from tqdm import tqdm
 
 from .. import FLModel, LocalSGD, eavesdrop, run_fedavg
 from ..attacks.reconstruction import learned_mapping_reconstruction_batch
-from ..config import at_scale
 from ..data import encode, load_adult
 from ..data.splits import train_val_split, xu_adult_split
 from ..federation import ClientData
-from . import save_result, positive_int
+from . import save_result, seeds_command
 from .part2_common import PAPER_ADULT, SETTINGS
 
 
@@ -102,11 +100,7 @@ def run_fig1(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, pro
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="Xu & Neglia Fig. 1 on Adult")
-    p.add_argument("--seeds", type=positive_int, default=None, help="runs per batch size (default: 10 paper, 2 quick)")
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    n = args.seeds or at_scale(quick=2, paper=SETTINGS["adult_fig1"]["seeds"])
+    _, n = seeds_command("Xu & Neglia Fig. 1 on Adult", argv, quick=2, paper=SETTINGS["adult_fig1"]["seeds"])
     out = run_fig1(range(n), progress=True)
     path = save_result("part2_adult_fig1", {"settings": SETTINGS["adult_fig1"], "paper": PAPER_ADULT, "seeds": n, **out},
                        seeds=range(n))

@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-import torch
 from tqdm import tqdm
 
 from .. import LocalSGD, eavesdrop, logistic_regression, run_fedavg
 from ..attacks.reconstruction import learned_mapping_reconstruction_batch
-from ..config import at_scale
 from ..data import leaf_synthetic
-from . import save_result, positive_int
+from . import save_result, seeds_command
 from .part2_common import PAPER_TABLE1, SETTINGS
 
 
@@ -61,12 +59,9 @@ def run_table1(seeds: Sequence[int], progress: bool = False, labels: str = "argm
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Xu & Neglia Table 1 on LEAF synthetic")
-    p.add_argument("--seeds", type=positive_int, default=None, help="runs (default: 10 paper, 1 quick)")
     p.add_argument("--labels", choices=("argmax", "leaf-reference"), default="argmax",
                    help="label rule of the LEAF generator (leaf-reference: the reference script's softmax over samples)")
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    n = args.seeds or at_scale(quick=1, paper=SETTINGS["leaf_table1"]["seeds"])
+    args, n = seeds_command("", argv, quick=1, paper=SETTINGS["leaf_table1"]["seeds"], parser=p)
     rows = run_table1(range(n), progress=True, labels=args.labels)
     name = "part2_leaf_table1" + ("_reference" if args.labels == "leaf-reference" else "")
     path = save_result(name, {"settings": SETTINGS["leaf_table1"], "paper": PAPER_TABLE1, "labels": args.labels,

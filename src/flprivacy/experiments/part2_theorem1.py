@@ -14,7 +14,6 @@ Writes ``book/results/part2_theorem1.json``.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,9 +24,9 @@ from tqdm import tqdm
 
 from ..attacks.reconstruction import design_matrices, reconstruct_least_squares
 from ..bounds import lambda_min_W, local_steps, theorem1_bound
-from ..config import at_scale, child_seed, generator
+from ..config import child_seed, generator
 from ..federation import ClientData
-from . import save_result, positive_int
+from . import save_result, seeds_command
 from .part2_common import SETTINGS, design, local_optimum
 
 
@@ -130,11 +129,7 @@ def run_sweeps(seeds: Sequence[int], progress: bool = False, data_seed: int = 0)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="Theorem 1 sweeps")
-    p.add_argument("--seeds", type=positive_int, default=None, help="trials per setting (default 20 quick, 200 paper)")
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    n = args.seeds or at_scale(quick=20, paper=200)
+    _, n = seeds_command("Theorem 1 sweeps", argv, quick=20, paper=200)
     rows = run_sweeps(range(n), progress=True)
     path = save_result("part2_theorem1", {"settings": SETTINGS["theorem1"], "seeds": n, "records": rows},
                        seeds=range(n))

@@ -16,7 +16,6 @@ App. B.2 can be read two ways, and the result depends on it: each client draws i
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from collections.abc import Sequence
 
@@ -27,9 +26,9 @@ from tqdm import tqdm
 from .. import ClientData, eavesdrop, linear_regression, run_fedavg
 from ..attacks.inference import aia_accuracy, model_based_aia
 from ..attacks.reconstruction import reconstruct_least_squares
-from ..config import at_scale, child_seed
+from ..config import child_seed
 from ..data import toy_least_squares
-from . import save_result, positive_int
+from . import save_result, seeds_command
 from .part2_common import SETTINGS, LeastSquaresSGD, local_optimum
 
 READINGS = ("per-client", "shared")
@@ -96,11 +95,7 @@ def run_fig2(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, lrs
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (default: 5 at paper scale, 3 quick)")
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)  # thousands of tiny products: one thread is faster on a shared CPU
-    n_seeds = args.seeds or at_scale(quick=3, paper=SETTINGS["toy_fig2"]["seeds"])
+    _, n_seeds = seeds_command(__doc__.split("\n\n")[0], argv, quick=3, paper=SETTINGS["toy_fig2"]["seeds"])
     rows = run_fig2(range(n_seeds), progress=True)
     path = save_result("part2_toy_fig2", {"settings": SETTINGS["toy_fig2"], "seeds": n_seeds, "records": rows},
                        seeds=range(n_seeds))
