@@ -48,7 +48,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 import pytest
 import torch
 

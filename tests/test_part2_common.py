@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flprivacy import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg
+from flprivacy import LocalSGD, eavesdrop, linear_regression, run_fedavg
 from flprivacy.bounds import lambda_min_W, local_steps, theorem1_bound
 from flprivacy.data.synthetic import nesterov_hard_instance
 from flprivacy.experiments.part2_common import LeastSquaresSGD, design, local_optimum

@@ -15,7 +15,7 @@ from opacus.accountants import RDPAccountant  # noqa: E402
 from opacus.accountants.utils import get_noise_multiplier  # noqa: E402
 
 from flprivacy import ClientData, LocalSGD, linear_regression, mlp, run_fedavg  # noqa: E402
-from flprivacy.data.census import COW_GROUPS, encode_census_reduced, medical_task, synthetic_census  # noqa: E402
+from flprivacy.data.census import COW_GROUPS, encode_census_reduced, medical_task  # noqa: E402
 from flprivacy.defences import PAPER_CLIP_GRID, DPLocalSGD  # noqa: E402
 from flprivacy.experiments import part3_table2, part3_table3  # noqa: E402
 

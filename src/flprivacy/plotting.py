@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import seaborn as sns
-import torch
 from torch import Tensor
 
 

@@ -128,7 +128,6 @@ def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True) -> dict:
 def benchmark(seed: int) -> dict:
     """Cost of Song's BO protocol vs the sped-up one on case 4 (same trial budget, same seed)."""
     S = SETTINGS
-    scen = awa.Scenario(2, 2)
     X, y = client_images(seed, S["n_images"], S["side"])
     model = make_model(S["side"])
     theta = model.init_params(child_seed(seed, 1))

@@ -35,7 +35,7 @@ from ..attacks.inference import (
     gradient_aia,
     optimal_local_models,
 )
-from ..config import at_scale, child_seed, generator, scale
+from ..config import at_scale, child_seed, generator
 from ..data import encode, load_adult
 from ..data.census import ACS, SYNTHETIC, acs_available, encode_census, load_acs_income, synthetic_census
 from ..data.tabular import STATE_CODES, TabularData

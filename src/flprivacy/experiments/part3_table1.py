@@ -42,7 +42,7 @@ from ..attacks.inference import (
     gradient_aia,
     optimal_local_models,
 )
-from ..config import at_scale, child_seed, scale
+from ..config import at_scale, child_seed
 from ..data.census import FederatedTask, acs_available, income_a_task, income_l_task, medical_task
 from . import add_threads_option, save_result, seed_int, use_threads
 
@@ -298,9 +298,14 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", nargs="+", default=["Medical"], choices=list(PAPER_SETTINGS))
+def table_main(argv: list[str] | None, description: str, tasks: list[str],
+               run_task: Callable[[str, str, Sequence[int] | None], dict]) -> None:
+    """The command line shared by Tables 1-3: ``--task``, ``--source synthetic|acs`` (the ACS files
+    must be present: a missing file is an error, never a silent switch to the synthetic census),
+    ``--seeds``, ``--threads``; runs ``run_task(task, source, seeds)`` per task and prints its
+    summary beside the paper's numbers."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", nargs="+", default=["Medical"], choices=tasks)
     p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"],
                    help="for the Income tasks: the ACS files (must be present) or the synthetic census")
     p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
@@ -312,11 +317,15 @@ def main(argv: list[str] | None = None) -> None:
         if source == "acs" and not acs_available(["LA"] if task == "Income-L" else list_states()):
             p.error(f"--source acs: the ACS files for {task} are missing (see above); fetch them, or use "
                     "--source synthetic.")
-        out = run(task, source, args.seeds)
+        out = run_task(task, source, args.seeds)
         for row, (m, sd) in out["summary"].items():
             pm = out["paper"].get(row)
             paper = f"paper {pm[0]:6.2f} ± {pm[1]:4.2f}" if pm else "(no paper value at this scale)"
             print(f"  {row:22s} ours {m:6.2f} ± {sd:4.2f}   {paper}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    table_main(argv, __doc__, list(PAPER_SETTINGS), run)
 
 
 def list_states() -> list[str]:

@@ -22,7 +22,6 @@ Each writes ``book/results/part3_table2_<task>_<source>[_quick].json`` and print
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -34,8 +33,8 @@ from ..config import at_scale
 from ..data.census import FederatedTask, income_a_task, income_l_task, medical_task
 from ..federation import ClientData, MessageLog
 from ..models import linear_regression
-from . import add_threads_option, save_result, seed_int, use_threads
-from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, summarise
+from . import save_result
+from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, summarise, table_main
 
 PAPER_TABLE2_SETTINGS: dict[str, Table1Settings] = {
     t: replace(PAPER_SETTINGS[t], lr=5e-3, rounds=300, heterogeneity=0.0) for t in PAPER_SETTINGS}
@@ -149,19 +148,7 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", nargs="+", default=["Medical"], choices=list(PAPER_TABLE2))
-    p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"])
-    p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
-    add_threads_option(p)
-    args = p.parse_args(argv)
-    use_threads(args)
-    for task in args.task:
-        out = run(task, "medical" if task == "Medical" else args.source, args.seeds)
-        for row, (m, sd) in out["summary"].items():
-            pm = out["paper"].get(row)
-            paper = f"paper {pm[0]:6.2f} ± {pm[1]:4.2f}" if pm else "(no paper value at this scale)"
-            print(f"  {row:22s} ours {m:6.2f} ± {sd:4.2f}   {paper}")
+    table_main(argv, __doc__, list(PAPER_TABLE2), run)
 
 
 if __name__ == "__main__":

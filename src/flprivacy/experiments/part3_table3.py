@@ -21,7 +21,6 @@ Each writes ``book/results/part3_table3_<task>_<source>[_quick].json`` and print
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -30,11 +29,11 @@ import torch
 
 from .. import LocalSGD, mlp, run_fedavg
 from ..config import at_scale
-from ..data.census import FederatedTask, acs_available
+from ..data.census import FederatedTask
 from ..defences import PAPER_CLIP_GRID, DPLocalSGD
 from ..federation import FLRun
-from . import add_threads_option, save_result, seed_int, use_threads
-from .part3_table1 import Table1Settings, make_task, run_table1, settings, summarise
+from . import save_result
+from .part3_table1 import Table1Settings, make_task, run_table1, settings, summarise, table_main
 
 TARGET_DELTA = {"Medical": 1e-5, "Income-L": 1e-5, "Income-A": 1e-6}
 """δ of App. C.4 (ε = 1 for every task)."""
@@ -154,22 +153,7 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", nargs="+", default=["Medical"], choices=list(PAPER_TABLE3))
-    p.add_argument("--source", default="synthetic", choices=["synthetic", "acs"])
-    p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
-    add_threads_option(p)
-    args = p.parse_args(argv)
-    use_threads(args)
-    for task in args.task:
-        source = "medical" if task == "Medical" else args.source
-        if source == "acs" and not acs_available(["LA"] if task == "Income-L" else []):
-            p.error(f"--source acs: the ACS files for {task} are missing; use --source synthetic.")
-        out = run(task, source, args.seeds)
-        for row, (m, sd) in out["summary"].items():
-            pm = out["paper"].get(row)
-            paper = f"paper {pm[0]:6.2f} ± {pm[1]:4.2f}" if pm else "(no paper value at this scale)"
-            print(f"  {row:22s} ours {m:6.2f} ± {sd:4.2f}   {paper}")
+    table_main(argv, __doc__, list(PAPER_TABLE3), run)
 
 
 if __name__ == "__main__":

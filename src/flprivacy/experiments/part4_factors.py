@@ -27,7 +27,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import torch
