@@ -38,7 +38,7 @@ from .validation import NonFiniteError, as_tensor, check_finite, check_int, chec
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model classes build from arguments; never download
 
 IMAGE_SIZE = 32
-"""The DDPM works on 32x32 images: MNIST's 28x28 padded by 2 background pixels on each side."""
+"""Side of the DDPM's images, 32, that is MNIST's 28x28 padded by 2 background pixels on each side."""
 PAD = 2
 N_CLASSES = 10
 NULL_CLASS = N_CLASSES

@@ -178,7 +178,7 @@ class RecordingStrategy(Strategy):
 
     Args:
         model: the architecture (to read θ out of Flower's ArrayRecords).
-        log: the :class:`MessageLog` to fill.
+        log: the :class:`~flprivacy.federation.MessageLog` to fill.
         node_to_client: the client index c of each Flower node id.
         inner: the strategy to wrap; its ``arrayrecord_key`` must be ``"arrays"``.
         adversary: an active adversary (see :mod:`flprivacy.threats`), or None for an honest
@@ -430,14 +430,14 @@ def run_flower(
     backend_config: dict | None = None,
     quiet: bool = True,
 ) -> FLRun:
-    """FedAvg (Diana Alg. 1, local update Alg. 2) on Flower: :func:`run_fedavg`'s contract.
+    """FedAvg (Diana Alg. 1, local update Alg. 2) on Flower: :func:`~flprivacy.federation.run_fedavg`'s contract.
 
     Builds :func:`server_app` and :func:`client_app` and runs them, with ``backend="inprocess"``
     on an :class:`InProcessGrid`, or with ``backend="ray"`` on Flower's Simulation Engine
     (``flwr.simulation.run_simulation``; needs ``pip install flwr[simulation]``) with
     ``backend_config`` (e.g. ``{"client_resources": {"num_cpus": 1, "num_gpus": 0.0}}``).
     With full participation (``clients_per_round=None``), the same ``seed`` and the same
-    deterministic ``local``, the returned log equals :func:`run_fedavg`'s to float precision
+    deterministic ``local``, the returned log equals :func:`~flprivacy.federation.run_fedavg`'s to float precision
     (the two aggregate in a different order). With partial participation Flower samples the
     clients (with Python's ``random``), so the rounds a client takes part in differ.
 

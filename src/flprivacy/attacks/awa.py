@@ -68,17 +68,17 @@ class Scenario:
 
     @property
     def replayable(self) -> bool:
-        """Whether the attacker can replay the client's training exactly (Song §3): yes unless
-        E > 1 and B > 1, where the per-epoch reshuffling is unknown (Scenario 4)."""
+        """Whether the attacker can replay the client's training exactly (Song §3), which holds
+        unless E > 1 and B > 1, where the per-epoch reshuffling is unknown (Scenario 4)."""
         return self.epochs == 1 or self.batches == 1
 
     @property
     def case(self) -> int:
-        """Song's scenario number: 1 = (1, 1), 2 = (E>1, 1), 3 = (1, B>1), 4 = (E>1, B>1)."""
+        """Song's scenario number, 1 = (1, 1), 2 = (E>1, 1), 3 = (1, B>1), 4 = (E>1, B>1)."""
         return 1 + (self.epochs > 1) + 2 * (self.batches > 1)
 
 
-#: Song §5.2, Table IV: N = 4 images, cases (E, B) = (1, 1), (4, 1), (1, 4), (2, 2).
+#: The four cases of Song §5.2 and Table IV, with N = 4 images; (E, B) = (1, 1), (4, 1), (1, 4), (2, 2).
 PAPER_SCENARIOS: tuple[Scenario, ...] = (Scenario(1, 1), Scenario(4, 1), Scenario(1, 4), Scenario(2, 2))
 
 
@@ -344,7 +344,7 @@ class AWAWeights:
         return {k: float(getattr(self, k)) for k in ("q_cv", "q_bn", "q_fc", "q_en", "p_mean", "p_var")}
 
 
-#: Song Table II: the search ranges of Q.
+#: The search ranges of Q (Song Table II).
 TABLE_II: dict[str, tuple[float, float]] = {"q_cv": (1.0, 1000.0), "q_bn": (1.0, 1000.0), "q_fc": (1.0, 1000.0),
                                             "q_en": (1.0, 1000.0), "p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}
 

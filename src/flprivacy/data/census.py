@@ -164,7 +164,7 @@ def encode_census(df: pd.DataFrame, *, occupation: str = "major", classification
 COW_GROUPS = {1: "private", 2: "private", 3: "public", 4: "public", 5: "public",
               6: "other", 7: "other", 8: "other",
               9: "other"}
-"""Class of worker (ACS COW codes) in the 3 groups of App. C.1: public employees, private employees, others."""
+"""Class of worker (ACS COW codes) in the 3 groups of App. C.1, namely public employees, private employees and others."""
 
 
 def encode_census_reduced(df: pd.DataFrame, *, name: str = "") -> tuple:
