@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # mutant files import `tools.mutation` when this runs as `python tools/mutation.py`
+    sys.path.insert(0, str(ROOT))
 
 
 @dataclass(frozen=True)
