@@ -271,10 +271,11 @@ def summarise(per_seed: list[dict]) -> dict[str, tuple[float, float]]:
     return out
 
 
-def result_name(task: str, source: str) -> str:
-    """Result-file name of one task and source (:func:`..result_path` adds ``_quick`` at quick scale)."""
+def result_name(task: str, source: str, table: str = "part3_table1") -> str:
+    """Result-file name of one task and source for ``table`` (Tables 2 and 3 pass theirs;
+    :func:`..result_path` adds ``_quick`` at quick scale)."""
     src = {"medical": "", "acs": "_acs", "synthetic": "_synthetic"}[source]
-    return f"part3_table1_{task.lower().replace('-', '_')}{src}"
+    return f"{table}_{task.lower().replace('-', '_')}{src}"
 
 
 def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = True, save: bool = True) -> dict:

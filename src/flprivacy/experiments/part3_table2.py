@@ -34,6 +34,7 @@ from ..data.census import FederatedTask, income_a_task, income_l_task, medical_t
 from ..federation import ClientData, MessageLog
 from ..models import linear_regression
 from . import save_result
+from . import part3_table1
 from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, summarise, table_main
 
 PAPER_TABLE2_SETTINGS: dict[str, Table1Settings] = {
@@ -119,8 +120,8 @@ def run_table2(task: FederatedTask, s: Table1Settings, seed: int, *, progress: b
 
 
 def result_name(task: str, source: str) -> str:
-    src = {"medical": "", "acs": "_acs", "synthetic": "_synthetic"}[source]
-    return f"part3_table2_{task.lower().replace('-', '_')}{src}"
+    """Result-file name of one task and source (Table 1's naming, see :func:`.part3_table1.result_name`)."""
+    return part3_table1.result_name(task, source, table="part3_table2")
 
 
 def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = False, save: bool = True) -> dict:

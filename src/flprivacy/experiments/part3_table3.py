@@ -33,6 +33,7 @@ from ..data.census import FederatedTask
 from ..defences import PAPER_CLIP_GRID, DPLocalSGD
 from ..federation import FLRun
 from . import save_result
+from . import part3_table1
 from .part3_table1 import Table1Settings, make_task, run_table1, settings, summarise, table_main
 
 TARGET_DELTA = {"Medical": 1e-5, "Income-L": 1e-5, "Income-A": 1e-6}
@@ -120,8 +121,8 @@ def run_table3(task: FederatedTask, s: Table1Settings, seed: int, max_grad_norm:
 
 
 def result_name(task: str, source: str) -> str:
-    src = {"medical": "", "acs": "_acs", "synthetic": "_synthetic"}[source]
-    return f"part3_table3_{task.lower().replace('-', '_')}{src}"
+    """Result-file name of one task and source (Table 1's naming, see :func:`.part3_table1.result_name`)."""
+    return part3_table1.result_name(task, source, table="part3_table3")
 
 
 def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = False, save: bool = True) -> dict:
