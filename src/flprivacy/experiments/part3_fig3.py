@@ -14,11 +14,13 @@ Rows as in Table 1: passive/active Grad, Grad-w-O, Ours, and Model-w-O.
 
 Commands (``FLPRIVACY_SCALE=paper`` for the paper's settings; quick by default)::
 
-    python -m flprivacy.experiments.part3_fig3 --factor heterogeneity batch_size epochs start_round active_rounds
+    python -m flprivacy.experiments.part3_fig3 --factor heterogeneity batch_size epochs start_round active_rounds \
+        --seeds 0 1 2 --jobs 2
 
 Each factor writes ``book/results/part3_fig3_<factor>_synthetic[_quick].json`` and prints its
 runtime. At paper scale one factor value costs a full Table 1 run (~15 min for Income-L on one
-core), so the whole figure is hours; the quick scale uses 4,000 synthetic people, 20 rounds.
+core), so the whole figure is hours (``--jobs 2`` runs two at a time); the quick scale uses 4,000
+synthetic people, 20 rounds.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
+import torch
+
 from ..config import at_scale
-from . import add_threads_option, save_result, seed_int, use_threads
+from . import add_threads_option, positive_int, save_result, seed_int, use_threads
 from .part3_table1 import PAPER_SETTINGS, QUICK_SETTINGS, Table1Settings, make_task, run_table1, summarise
 
 B5_LEARNING_RATES = {32: 5e-7, 64: 5e-7, 128: 1e-6, 256: 2e-6, 512: 2e-6, 1024: 3e-6}
@@ -77,20 +81,49 @@ def settings_for(factor: str, value, b: Table1Settings | None = None) -> Table1S
     raise ValueError(f"unknown factor {factor!r}; choose from {list(PAPER_VALUES)}.")
 
 
+def _point_seed(factor: str, value, seed: int, source: str, threads: int = 0) -> dict:
+    """One seed of one point: Table 1's pipeline with ``factor = value`` (a worker of :func:`sweep`)."""
+    if threads:
+        torch.set_num_threads(threads)
+    s = settings_for(factor, value)
+    t = time.perf_counter()
+    res = run_table1(make_task("Income-L", source, seed, s), s, seed)
+    res["seconds"] = time.perf_counter() - t
+    return res
+
+
 def sweep(factor: str, seeds: Sequence[int], vals: Sequence | None = None, source: str = "synthetic",
-          log=print) -> dict:
+          log=print, jobs: int = 1) -> dict:
     """Run Table 1's pipeline for every value of ``factor``; returns ``{"points": [...]}`` with,
-    per value, the mean and std over seeds of every row, and the runtime."""
+    per value, the mean and std over seeds of every row, each seed's rows and the runtime
+    (``seconds``: the sum of the seeds' runtimes, i.e. one core's time).
+
+    ``jobs`` > 1 runs the (value, seed) pairs in that many processes, one torch thread each; every
+    run seeds itself, so the numbers are those of ``jobs = 1``."""
     vals = tuple(values(factor) if vals is None else vals)
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}.")
+    points_values = [tuple(vals)] if factor == "active_rounds" else list(vals)
+    for v in points_values:
+        settings_for(factor, v)  # unknown factor or value: fail before any run
+    pairs = [(v, seed) for v in points_values for seed in seeds]
+    if jobs == 1:
+        results = [_point_seed(factor, v, seed, source) for v, seed in pairs]
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(_point_seed, factor, v, seed, source, 1) for v, seed in pairs]
+            results = [f.result() for f in futures]
     points = []
-    groups = [vals] if factor == "active_rounds" else [(v,) for v in vals]
-    for group in groups:
-        value = group if factor == "active_rounds" else group[0]
-        s = settings_for(factor, value)
-        t = time.perf_counter()
-        per_seed = [run_table1(make_task("Income-L", source, seed, s), s, seed) for seed in seeds]
-        points.append({"value": list(value) if factor == "active_rounds" else value, "settings": asdict(s),
-                       "summary": summarise(per_seed), "seconds": time.perf_counter() - t})
+    for i, value in enumerate(points_values):
+        per_seed = results[i * len(seeds):(i + 1) * len(seeds)]
+        points.append({"value": list(value) if factor == "active_rounds" else value,
+                       "settings": asdict(settings_for(factor, value)), "summary": summarise(per_seed),
+                       "per_seed": [{"seed": seed, "rows": r["rows"], "seconds": r["seconds"]}
+                                    for seed, r in zip(seeds, per_seed)],
+                       "seconds": sum(r["seconds"] for r in per_seed)})
         if log:
             log(f"{factor} = {value}: {points[-1]['seconds']:.1f} s")
     return {"factor": factor, "seeds": list(seeds), "points": points}
@@ -100,12 +133,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--factor", nargs="+", default=list(PAPER_VALUES), choices=list(PAPER_VALUES))
     p.add_argument("--seeds", nargs="+", type=seed_int, default=[0])
+    p.add_argument("--jobs", type=positive_int, default=1,
+                   help="processes running (value, seed) pairs in parallel, one torch thread each")
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
     for factor in args.factor:
         start = time.perf_counter()
-        out = sweep(factor, args.seeds, log=lambda m: print(m, flush=True))
+        out = sweep(factor, args.seeds, log=lambda m: print(m, flush=True), jobs=args.jobs)
         out["source"] = "synthetic census"
         out["seconds"] = time.perf_counter() - start
         print("wrote", save_result(f"part3_fig3_{factor}_synthetic", out, seeds=args.seeds))
