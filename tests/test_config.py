@@ -44,3 +44,14 @@ def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
         load_result("demo")  # the paper-scale file does not exist
     assert load_result("demo", "quick")["data"] == {"x": 1}
     assert result_path("demo", "paper").name == "demo.json"
+
+
+def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_path):
+    """A run of hours records the code it imported, not a commit made while it ran."""
+    from flprivacy import experiments
+
+    assert experiments.git_commit.cache_info().currsize == 1  # read at import
+    monkeypatch.setattr(experiments.subprocess, "run", lambda *a, **k: pytest.fail("git read again at save time"))
+    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    record = json.loads(save_result("demo", {"x": 1}, seeds=[0]).read_text())
+    assert record["commit"] == experiments.git_commit()

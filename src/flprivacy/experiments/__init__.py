@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -120,8 +121,12 @@ def run_command() -> str:
     return " ".join(x for x in (envs, prog, *map(shlex.quote, sys.argv[1:])) if x)
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str:
-    """The project's commit (``<sha>`` or ``<sha>+dirty``), or ``"unknown"`` outside a git checkout."""
+    """The project's commit (``<sha>`` or ``<sha>+dirty``), or ``"unknown"`` outside a git checkout.
+
+    Read once, when :mod:`flprivacy.experiments` is imported (i.e. when a run starts), and kept:
+    a run of hours records the code it ran, not a commit made while it was running."""
     root = Path(__file__).resolve().parents[3]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
@@ -186,3 +191,6 @@ def load_result(name: str, scale_: str = "paper") -> dict[str, Any]:
         raise ValueError(f"{path} records scale {record.get('scale')!r}, not the {scale_!r} asked for; "
                          f"rerun its command at {SCALE_ENV}={scale_}.")
     return record
+
+
+git_commit()  # the commit of the code this run imported (see git_commit)
