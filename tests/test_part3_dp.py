@@ -196,6 +196,27 @@ def test_fig3_settings_follow_the_paper():
         part3_fig3.settings_for("momentum", 0.9, b)
 
 
+def test_fig3_sweeps_group_the_runs_by_factor_value_and_seed(monkeypatch):
+    """One pool for several factors: each (factor, value, seed) result lands in its own point."""
+    from flprivacy.experiments import part3_fig3
+
+    def fake(factor, value, seed, source, threads=0):
+        return {"rows": {"Model-w-O": 100.0 * (factor == "epochs") + float(value) + seed / 10}, "seconds": 1.0}
+
+    monkeypatch.setattr(part3_fig3, "_point_seed", fake)
+    outs = list(part3_fig3.sweeps(["heterogeneity", "epochs"], [0, 2], log=None))
+    assert [o["factor"] for o in outs] == ["heterogeneity", "epochs"]
+    for out in outs:
+        for pt in out["points"]:
+            base = 100.0 * (out["factor"] == "epochs") + float(pt["value"])
+            assert [r["rows"]["Model-w-O"] for r in pt["per_seed"]] == [base, base + 0.2]
+            assert pt["summary"]["Model-w-O"][0] == pytest.approx(base + 0.1) and pt["seconds"] == 2.0
+    with pytest.raises(ValueError, match="jobs"):
+        part3_fig3.sweep("epochs", [0], jobs=0)
+    with pytest.raises(ValueError, match="one factor"):
+        next(part3_fig3.sweeps(["epochs", "heterogeneity"], [0], vals=(1,)))
+
+
 def _tiny(s):
     from dataclasses import replace
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
 
 import torch
@@ -92,41 +92,59 @@ def _point_seed(factor: str, value, seed: int, source: str, threads: int = 0) ->
     return res
 
 
+def _results(tasks: list[tuple], jobs: int) -> Iterator[dict]:
+    """:func:`_point_seed` of every task, in order; ``jobs`` > 1 runs them in that many processes."""
+    if jobs == 1:
+        yield from (_point_seed(*t) for t in tasks)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_point_seed, *t, 1) for t in tasks]
+        yield from (f.result() for f in futures)
+
+
+def sweeps(factors: Sequence[str], seeds: Sequence[int], vals: Sequence | None = None, source: str = "synthetic",
+           log=print, jobs: int = 1) -> Iterator[dict]:
+    """Run Table 1's pipeline for every value of every factor in ``factors``; yields, factor by
+    factor, ``{"factor", "seeds", "points": [...]}`` with, per value, the mean and std over seeds
+    of every row, each seed's rows and the runtime (``seconds``: the sum of the seeds' runtimes,
+    i.e. one core's time).
+
+    ``vals`` replaces the values of the scale (one factor only). ``jobs`` > 1 runs all (factor,
+    value, seed) triples in one pool of that many processes, one torch thread each; every run
+    seeds itself, so the numbers are those of ``jobs = 1``."""
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}.")
+    if vals is not None and len(factors) != 1:
+        raise ValueError(f"vals gives the values of one factor; got {len(factors)} factors {list(factors)}.")
+    plans = []
+    for factor in factors:
+        vs = tuple(values(factor) if vals is None else vals)
+        points_values = [vs] if factor == "active_rounds" else list(vs)
+        for v in points_values:
+            settings_for(factor, v)  # unknown factor or value: fail before any run
+        plans.append((factor, points_values))
+    results = _results([(f, v, seed, source) for f, pv in plans for v in pv for seed in seeds], jobs)
+    for factor, points_values in plans:
+        points = []
+        for value in points_values:
+            per_seed = [next(results) for _ in seeds]
+            points.append({"value": list(value) if factor == "active_rounds" else value,
+                           "settings": asdict(settings_for(factor, value)), "summary": summarise(per_seed),
+                           "per_seed": [{"seed": seed, "rows": r["rows"], "seconds": r["seconds"]}
+                                        for seed, r in zip(seeds, per_seed)],
+                           "seconds": sum(r["seconds"] for r in per_seed)})
+            if log:
+                log(f"{factor} = {value}: {points[-1]['seconds']:.1f} s")
+        yield {"factor": factor, "seeds": list(seeds), "points": points}
+
+
 def sweep(factor: str, seeds: Sequence[int], vals: Sequence | None = None, source: str = "synthetic",
           log=print, jobs: int = 1) -> dict:
-    """Run Table 1's pipeline for every value of ``factor``; returns ``{"points": [...]}`` with,
-    per value, the mean and std over seeds of every row, each seed's rows and the runtime
-    (``seconds``: the sum of the seeds' runtimes, i.e. one core's time).
-
-    ``jobs`` > 1 runs the (value, seed) pairs in that many processes, one torch thread each; every
-    run seeds itself, so the numbers are those of ``jobs = 1``."""
-    vals = tuple(values(factor) if vals is None else vals)
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}.")
-    points_values = [tuple(vals)] if factor == "active_rounds" else list(vals)
-    for v in points_values:
-        settings_for(factor, v)  # unknown factor or value: fail before any run
-    pairs = [(v, seed) for v in points_values for seed in seeds]
-    if jobs == 1:
-        results = [_point_seed(factor, v, seed, source) for v, seed in pairs]
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(_point_seed, factor, v, seed, source, 1) for v, seed in pairs]
-            results = [f.result() for f in futures]
-    points = []
-    for i, value in enumerate(points_values):
-        per_seed = results[i * len(seeds):(i + 1) * len(seeds)]
-        points.append({"value": list(value) if factor == "active_rounds" else value,
-                       "settings": asdict(settings_for(factor, value)), "summary": summarise(per_seed),
-                       "per_seed": [{"seed": seed, "rows": r["rows"], "seconds": r["seconds"]}
-                                    for seed, r in zip(seeds, per_seed)],
-                       "seconds": sum(r["seconds"] for r in per_seed)})
-        if log:
-            log(f"{factor} = {value}: {points[-1]['seconds']:.1f} s")
-    return {"factor": factor, "seeds": list(seeds), "points": points}
+    """:func:`sweeps` for one factor."""
+    return next(sweeps([factor], seeds, vals, source, log, jobs))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -138,13 +156,16 @@ def main(argv: list[str] | None = None) -> None:
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
-    for factor in args.factor:
-        start = time.perf_counter()
-        out = sweep(factor, args.seeds, log=lambda m: print(m, flush=True), jobs=args.jobs)
+    start = time.perf_counter()
+    for out in sweeps(args.factor, args.seeds, log=lambda m: print(m, flush=True), jobs=args.jobs):
+        factor = out["factor"]
         out["source"] = "synthetic census"
-        out["seconds"] = time.perf_counter() - start
+        out["seconds"] = sum(pt["seconds"] for pt in out["points"])
+        out["wall_seconds_since_start"] = time.perf_counter() - start
+        out["jobs"] = args.jobs
         print("wrote", save_result(f"part3_fig3_{factor}_synthetic", out, seeds=args.seeds))
-        print(f"{factor}: total runtime {out['seconds']:.1f} s")
+        print(f"{factor}: total runtime {out['seconds']:.1f} s on one core "
+              f"({out['wall_seconds_since_start']:.1f} s since the command started, {args.jobs} job(s))")
 
 
 if __name__ == "__main__":
