@@ -278,22 +278,43 @@ def result_name(task: str, source: str, table: str = "part3_table1") -> str:
     return f"{table}_{task.lower().replace('-', '_')}{src}"
 
 
-def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = True, save: bool = True) -> dict:
-    """Table 1 for one task over seeds; writes the result file when ``save``."""
-    s = settings(task)
-    seeds = tuple(s.seeds if seeds is None else seeds)
+def over_seeds(seeds: Sequence[int], make: Callable[[int], FederatedTask],
+               run_one: Callable[[FederatedTask, int], dict], *, data: Callable[[FederatedTask], dict] | None = None,
+               log: Callable[[str], None] = print) -> list[dict]:
+    """The per-seed loop of Tables 1-3: for each seed, ``run_one(make(seed), seed)`` with its
+    runtime (``"seconds"``) and the data it ran on (``"data"``: the task, source, clients and
+    sizes, plus ``data(task)``) added to the result."""
     per_seed = []
     for seed in seeds:
-        print(f"{task} ({source}), seed {seed}:")
         t = time.perf_counter()
-        ft = make_task(task, source, seed, s)
-        res = run_table1(ft, s, seed, progress=progress, log=print)
+        ft = make(seed)
+        res = run_one(ft, seed)
         res["seconds"] = time.perf_counter() - t
-        res["data"] = {"task": repr(ft), "source": ft.source, "clients": len(ft.clients), "sizes": ft.sizes}
+        res["data"] = {"task": repr(ft), "source": ft.source, "clients": len(ft.clients), "sizes": ft.sizes,
+                       **(data(ft) if data else {})}
         per_seed.append(res)
-        print(f"  total {res['seconds']:.1f} s")
-    out = {"task": task, "source": per_seed[0]["data"]["source"], "settings": asdict(s), "seeds": list(seeds),
-           "summary": summarise(per_seed), "per_seed": per_seed, "paper": PAPER_TABLE1[task]}
+        log(f"  seed {seed}: {res['seconds']:.1f} s")
+    return per_seed
+
+
+def table_record(task: str, s, seeds: Sequence[int], per_seed: list[dict], paper: dict, start: float,
+                 **extra) -> dict:
+    """The result record of Tables 1-3: task, source, settings, seeds, mean ± std of every row,
+    the per-seed results, the paper's values and the runtime since ``start`` (plus ``extra``)."""
+    return {"task": task, "source": per_seed[0]["data"]["source"], "settings": asdict(s), "seeds": list(seeds),
+            **extra, "summary": summarise(per_seed), "per_seed": per_seed, "paper": paper,
+            "seconds": time.perf_counter() - start}
+
+
+def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = True, save: bool = True) -> dict:
+    """Table 1 for one task over seeds; writes the result file when ``save``."""
+    start = time.perf_counter()
+    s = settings(task)
+    seeds = tuple(s.seeds if seeds is None else seeds)
+    print(f"{task} ({source}):")
+    per_seed = over_seeds(seeds, lambda seed: make_task(task, source, seed, s),
+                          lambda ft, seed: run_table1(ft, s, seed, progress=progress, log=print))
+    out = table_record(task, s, seeds, per_seed, PAPER_TABLE1[task], start)
     if save:
         print("wrote", save_result(result_name(task, source), out, seeds=seeds))
     return out

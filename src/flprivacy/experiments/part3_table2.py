@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import torch
 
@@ -35,7 +35,7 @@ from ..federation import ClientData, MessageLog
 from ..models import linear_regression
 from . import save_result
 from . import part3_table1
-from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, summarise, table_main
+from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, table_main
 
 PAPER_TABLE2_SETTINGS: dict[str, Table1Settings] = {
     t: replace(PAPER_SETTINGS[t], lr=5e-3, rounds=300, heterogeneity=0.0) for t in PAPER_SETTINGS}
@@ -129,19 +129,10 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     start = time.perf_counter()
     s = table2_settings(task)
     seeds = tuple(s.seeds if seeds is None else seeds)
-    per_seed = []
-    for seed in seeds:
-        t = time.perf_counter()
-        ft = make_ls_task(task, source, seed, s)
-        res = run_table2(ft, s, seed, progress=progress)
-        res["seconds"] = time.perf_counter() - t
-        res["data"] = {"task": repr(ft), "source": ft.source, "clients": len(ft.clients), "sizes": ft.sizes,
-                       "features": ft.feature_names}
-        per_seed.append(res)
-        print(f"  seed {seed}: {res['seconds']:.1f} s")
-    out = {"task": task, "source": per_seed[0]["data"]["source"], "settings": asdict(s), "seeds": list(seeds),
-           "summary": summarise(per_seed), "per_seed": per_seed, "paper": PAPER_TABLE2[task],
-           "seconds": time.perf_counter() - start}
+    per_seed = part3_table1.over_seeds(seeds, lambda seed: make_ls_task(task, source, seed, s),
+                                       lambda ft, seed: run_table2(ft, s, seed, progress=progress),
+                                       data=lambda ft: {"features": ft.feature_names})
+    out = part3_table1.table_record(task, s, seeds, per_seed, PAPER_TABLE2[task], start)
     if save:
         print("wrote", save_result(result_name(task, source), out, seeds=seeds))
     print(f"total runtime {out['seconds']:.1f} s")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 
 import torch
 
@@ -34,7 +33,7 @@ from ..defences import PAPER_CLIP_GRID, DPLocalSGD
 from ..federation import FLRun
 from . import save_result
 from . import part3_table1
-from .part3_table1 import Table1Settings, make_task, run_table1, settings, summarise, table_main
+from .part3_table1 import Table1Settings, make_task, run_table1, settings, table_main
 
 TARGET_DELTA = {"Medical": 1e-5, "Income-L": 1e-5, "Income-A": 1e-6}
 """δ of App. C.4 (ε = 1 for every task)."""
@@ -135,18 +134,12 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     clip = select_clip_norm(ft0, s, seeds[0], clip_grid(task))
     print(f"{task}: clipping norm {clip['best']:.0e} (validation loss {clip['val_loss']}; no DP "
           f"{clip['val_loss_no_dp']:.4g}) in {time.perf_counter() - t:.1f} s")
-    per_seed = []
-    for seed in seeds:
-        t = time.perf_counter()
-        ft = ft0 if seed == seeds[0] else make_task(task, source, seed, s)
-        res = run_table3(ft, s, seed, clip["best"], progress=progress)
-        res["seconds"] = time.perf_counter() - t
-        res["data"] = {"task": repr(ft), "source": ft.source, "clients": len(ft.clients), "sizes": ft.sizes}
-        per_seed.append(res)
-        print(f"  seed {seed}: {res['seconds']:.1f} s, Opacus ε = {res['details']['after_training']['epsilon']}")
-    out = {"task": task, "source": per_seed[0]["data"]["source"], "settings": asdict(s), "seeds": list(seeds),
-           "clip": clip, "summary": summarise(per_seed), "per_seed": per_seed, "paper": PAPER_TABLE3[task],
-           "seconds": time.perf_counter() - start}
+    per_seed = part3_table1.over_seeds(
+        seeds, lambda seed: ft0 if seed == seeds[0] else make_task(task, source, seed, s),
+        lambda ft, seed: run_table3(ft, s, seed, clip["best"], progress=progress))
+    for seed, res in zip(seeds, per_seed):
+        print(f"  seed {seed}: Opacus ε = {res['details']['after_training']['epsilon']}")
+    out = part3_table1.table_record(task, s, seeds, per_seed, PAPER_TABLE3[task], start, clip=clip)
     if save:
         print("wrote", save_result(result_name(task, source), out, seeds=seeds))
     print(f"total runtime {out['seconds']:.1f} s")
