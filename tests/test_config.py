@@ -1,6 +1,8 @@
 """The book-wide switches: scale, base seed, the deprecated FEDLEAK_* names, result-file paths."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -50,8 +52,17 @@ def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_pa
     """A run of hours records the code it imported, not a commit made while it ran."""
     from flprivacy import experiments
 
-    assert experiments.git_commit.cache_info().currsize == 1  # read at import
-    monkeypatch.setattr(experiments.subprocess, "run", lambda *a, **k: pytest.fail("git read again at save time"))
+    fresh = subprocess.run([sys.executable, "-c", "import flprivacy.experiments as e; "
+                            "print(e.git_commit.cache_info().currsize)"], capture_output=True, text=True, check=True)
+    assert fresh.stdout.strip() == "1"  # read when the package is imported, before any run
+    real_run = subprocess.run
+
+    def run(args, *a, **k):
+        if args and args[0] == "git":
+            pytest.fail("git read again at save time")
+        return real_run(args, *a, **k)
+
+    monkeypatch.setattr(experiments.subprocess, "run", run)
     monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
     record = json.loads(save_result("demo", {"x": 1}, seeds=[0]).read_text())
     assert record["commit"] == experiments.git_commit()

@@ -217,6 +217,26 @@ def test_fig3_sweeps_group_the_runs_by_factor_value_and_seed(monkeypatch):
         next(part3_fig3.sweeps(["epochs", "heterogeneity"], [0], vals=(1,)))
 
 
+def test_tables_share_one_per_seed_loop_recording_runtime_and_data():
+    from types import SimpleNamespace
+
+    from flprivacy.experiments import part3_table1
+
+    made = []
+
+    def make(seed):
+        made.append(seed)
+        return SimpleNamespace(source="demo", clients=[1, 2], sizes=[3, 4], feature_names=["a"])
+
+    per_seed = part3_table1.over_seeds([5, 7], make, lambda ft, seed: {"rows": {"r": float(seed)}},
+                                       data=lambda ft: {"features": ft.feature_names}, log=lambda m: None)
+    assert made == [5, 7] and [r["rows"]["r"] for r in per_seed] == [5.0, 7.0]
+    for r in per_seed:
+        assert r["seconds"] >= 0 and r["data"]["sizes"] == [3, 4] and r["data"]["features"] == ["a"]
+    rec = part3_table1.table_record("Medical", part3_table1.PAPER_SETTINGS["Medical"], [5, 7], per_seed, {}, 0.0)
+    assert rec["summary"]["r"][0] == 6.0 and rec["source"] == "demo" and rec["seeds"] == [5, 7]
+
+
 def _tiny(s):
     from dataclasses import replace
 
