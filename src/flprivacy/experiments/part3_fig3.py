@@ -35,7 +35,8 @@ import torch
 
 from ..config import at_scale
 from . import add_threads_option, positive_int, save_result, seed_int, use_threads
-from .part3_table1 import PAPER_SETTINGS, QUICK_SETTINGS, Table1Settings, make_task, run_table1, summarise
+from .part3_table1 import (PAPER_SETTINGS, QUICK_SETTINGS, Table1Settings, make_task, over_seeds, run_table1,
+                           summarise)
 
 B5_LEARNING_RATES = {32: 5e-7, 64: 5e-7, 128: 1e-6, 256: 2e-6, 512: 2e-6, 1024: 3e-6}
 """App. B.5: Income-L learning rate for each batch size (kept when E or h vary)."""
@@ -86,10 +87,8 @@ def _point_seed(factor: str, value, seed: int, source: str, threads: int = 0) ->
     if threads:
         torch.set_num_threads(threads)
     s = settings_for(factor, value)
-    t = time.perf_counter()
-    res = run_table1(make_task("Income-L", source, seed, s), s, seed)
-    res["seconds"] = time.perf_counter() - t
-    return res
+    return over_seeds([seed], lambda sd: make_task("Income-L", source, sd, s), lambda ft, sd: run_table1(ft, s, sd),
+                      log=lambda m: None)[0]
 
 
 def _results(tasks: list[tuple], jobs: int) -> Iterator[dict]:
