@@ -228,8 +228,8 @@ class Row:
         file: the result file's name under ``book/results`` (or ``"live"`` when the chapter
             computes it at every build, or ``""``).
         scale, seeds, command, commit, date: the file's provenance (empty when none).
-        provenance: ``"complete"``, ``"made before provenance"`` (the file lacks a commit or
-            names the old package), ``"live"`` or ``""``.
+        provenance: ``"complete"``, ``"made from an uncommitted tree"``, ``"made before
+            provenance"`` (the file lacks a commit or names the old package), ``"live"`` or ``""``.
     """
 
     paper: str
@@ -265,18 +265,25 @@ def provenance_of(record: Mapping[str, Any]) -> dict[str, Any]:
     :func:`flprivacy.experiments.save_result`, and whether it is complete.
 
     A record is "made before provenance" when it has no commit, or when its command names the
-    library's old package name (``fedleak``)."""
+    library's old package name (``fedleak``); "made from an uncommitted tree" when its commit
+    carries ``+dirty`` (the library's sources differed from the commit); else "complete"."""
     command = str(record.get("command", ""))
     commit = str(record.get("commit", "") or "")
     complete = bool(commit) and "fedleak" not in command and "FEDLEAK" not in command
     seeds = record.get("seeds") or []
+    if not complete:
+        status = "made before provenance"
+    elif commit.endswith("+dirty"):
+        status = "made from an uncommitted tree"
+    else:
+        status = "complete"
     return {
         "scale": str(record.get("scale", "")),
         "seeds": [int(s) for s in seeds],
         "command": command,
         "commit": commit,
         "date": str(record.get("date", "")),
-        "provenance": "complete" if complete else "made before provenance",
+        "provenance": status,
     }
 
 
@@ -344,9 +351,27 @@ def ledger_path() -> Path:
     return results_dir() / "ledger.json"
 
 
+def files() -> list[dict[str, Any]]:
+    """Every committed result file (except the ledger itself) with its provenance
+    (:func:`provenance_of`), sorted by name: files "made before provenance" are marked here."""
+    from ..experiments import results_dir
+
+    out = []
+    for path in sorted(results_dir().glob("*.json")):
+        if path.name == "ledger.json":
+            continue
+        try:
+            record = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"result file {path.name} is not valid JSON ({e}); regenerate it with its command") from None
+        out.append({"file": path.name, **provenance_of(record)})
+    return out
+
+
 def to_json(rows: Iterable[Row]) -> str:
-    """The ledger file's text (stable: rows in build order, keys in field order)."""
-    return json.dumps({"rows": [asdict(r) for r in rows]}, indent=1, ensure_ascii=False) + "\n"
+    """The ledger file's text (stable: rows in build order, keys in field order, then every
+    result file's provenance, :func:`files`)."""
+    return json.dumps({"rows": [asdict(r) for r in rows], "files": files()}, indent=1, ensure_ascii=False) + "\n"
 
 
 def save(rows: Iterable[Row] | None = None) -> Path:
@@ -354,6 +379,14 @@ def save(rows: Iterable[Row] | None = None) -> Path:
     path = ledger_path()
     path.write_text(to_json(build() if rows is None else rows))
     return path
+
+
+def load_files() -> list[dict[str, Any]]:
+    """The committed ledger's list of result files with their provenance (see :func:`files`)."""
+    path = ledger_path()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path.name} not found in book/results; rebuild it with `python -m flprivacy.ledger`")
+    return list(json.loads(path.read_text())["files"])
 
 
 def load() -> list[Row]:
@@ -435,6 +468,6 @@ RuleFn = Callable[..., Verdict]
 
 __all__ = [
     "DATA_KINDS", "DEFAULT_TOL", "PAPERS", "Row", "STATUSES", "Verdict", "at_least", "at_most", "bound", "build",
-    "combine", "counts", "frame", "ledger_path", "load", "not_covered", "not_run", "number", "ordering",
+    "combine", "counts", "files", "frame", "ledger_path", "load", "load_files", "not_covered", "not_run", "number", "ordering",
     "provenance_of", "record_or_none", "row", "save", "select", "sign", "table", "to_json", "trend", "verdict_of",
 ]
