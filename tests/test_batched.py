@@ -93,3 +93,18 @@ def test_batched_refuses_what_it_cannot_train():
     imgs = [ClientData(torch.rand(4, 1, 28, 28), torch.randint(0, 10, (4,))) for _ in range(2)]
     with pytest.raises(ValueError, match="does not support"):
         run_fedavg(lenet5(), imgs, rounds=1, local=LocalSGD(lr=0.1), batched=True)
+
+
+def test_divergence_is_reported_before_it_overflows():
+    """FedAvg on least squares with a learning rate far above 2/λ_max grows geometrically without
+    overflowing for many rounds: the reader is told, naming the learning rate."""
+    import warnings
+
+    from flprivacy.validation import DivergenceWarning
+
+    clients = _clients([50, 50], 5, "reg", torch.float64)
+    with pytest.warns(DivergenceWarning, match="lr=50"):
+        run_fedavg(linear_regression(5), clients, rounds=40, local=LocalSGD(lr=50.0), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DivergenceWarning)
+        run_fedavg(linear_regression(5), clients, rounds=40, local=LocalSGD(lr=0.05), seed=0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from tqdm import tqdm
 from .config import child_seed, generator
 from .batched import batched_local_sgd
 from .models import FLModel
-from .validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
+from .validation import DIVERGENCE_FACTOR, DivergenceWarning, NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 if TYPE_CHECKING:  # pragma: no cover
     from .threats import Adversary
@@ -564,6 +565,11 @@ def run_fedavg(
     Raises:
         NonFiniteError: a client returns, or the aggregation produces, a non-finite model; the
             message names the round, the client and the likely cause.
+
+    Warns:
+        DivergenceWarning: once, when the global model's norm exceeds
+            :data:`~flprivacy.validation.DIVERGENCE_FACTOR` times max(‖θ^0‖, 1), naming the round
+            and the learning rates (training that diverges without overflowing yet).
     """
     where = "run_fedavg"
     if not isinstance(model, FLModel):
@@ -609,6 +615,7 @@ def run_fedavg(
     rec_c = None if record_clients is None else set(int(c) for c in record_clients)
     rec_t = None if record_rounds is None else set(int(t) for t in record_rounds)
 
+    scale0, warned = max(float(theta.norm()), 1.0), False  # for the divergence warning
     for t in tqdm(range(rounds), desc="FedAvg rounds", disable=not progress, leave=False):
         log.global_models.append(theta)
         if m == len(clients):
@@ -654,6 +661,15 @@ def run_fedavg(
         if not bool(torch.isfinite(theta).all()):
             raise NonFiniteError(f"round {t}: the aggregated global model is non-finite (NaN/inf) although every "
                                  f"client returned a finite one; server_lr={server_lr} is likely too large.")
+        if not warned and float(theta.norm()) > DIVERGENCE_FACTOR * scale0:
+            warned = True
+            lr = getattr(local, "lr", None)
+            warnings.warn(
+                f"run_fedavg: round {t}: the global model's norm is {float(theta.norm()):.3g}, over "
+                f"{DIVERGENCE_FACTOR:.0e} times its start ({scale0:.3g}): training is diverging"
+                + (f" (client lr={lr}, server_lr={server_lr}); lower the learning rate" if lr is not None else
+                   f" (server_lr={server_lr}); lower the local trainer's learning rate")
+                + " or standardise the features.", DivergenceWarning, stacklevel=2)
     log.global_models.append(theta)
     settings = dict(rounds=rounds, local=local, server_lr=server_lr, clients_per_round=clients_per_round,
                     weighting=weighting)

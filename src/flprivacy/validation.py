@@ -30,6 +30,17 @@ class NonFiniteError(FloatingPointError, ValueError):
     """NaN or ±inf in data, a model or an attack's state (a :class:`ValueError` too)."""
 
 
+class DivergenceWarning(RuntimeWarning):
+    """Training that is diverging without overflowing yet: FedAvg's global model has grown by
+    many orders of magnitude (:data:`DIVERGENCE_FACTOR`), which finite-precision arithmetic
+    will not report until it overflows. Turn it into an error with
+    ``warnings.simplefilter("error", DivergenceWarning)``."""
+
+
+DIVERGENCE_FACTOR = 1e8
+"""‖θ^t‖ above this many times max(‖θ^0‖, 1) is reported as divergence by :class:`DivergenceWarning`."""
+
+
 def _where(where: str) -> str:
     return f"{where}: " if where else ""
 
