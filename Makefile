@@ -24,13 +24,14 @@ ifneq ($(strip $(FLPRIVACY_DATA_DIR)),)
 endif
 export PYTHONHASHSEED := 0
 
-.PHONY: help install book book-fresh browser test test-seeds clean
+.PHONY: reproduce help install book book-fresh browser test test-seeds clean
 
 help:
 	@echo "make book   - install, execute the chapters whose code changed and build the HTML book into _build/html"
 	@echo "make book-fresh - the same, re-executing every chapter"
 	@echo "make test   - install, then run unit tests and every notebook (pytest + nbval)"
 	@echo "make test-seeds - run every notebook again under two other base seeds (FLPRIVACY_SEED=1, 2)"
+	@echo "make reproduce - every paper-scale result of Diana et al. and Xu & Neglia (hours; resumable; JOBS=2)"
 	@echo "make clean  - remove the built book"
 
 $(BIN)/python:
@@ -83,6 +84,11 @@ test-seeds: install
 	  echo "== FLPRIVACY_SEED=$$s"; \
 	  FLPRIVACY_SEED=$$s OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest book; \
 	done
+
+# Every paper-scale result of Diana et al. and Xu & Neglia, resumable (a current result file is
+# skipped; see flprivacy/experiments/reproduce.py). JOBS commands at a time, one core each.
+reproduce: install
+	$(BIN)/python -m flprivacy.experiments.reproduce --jobs $${JOBS:-2}
 
 clean:
 	rm -rf _build

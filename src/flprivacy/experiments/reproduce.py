@@ -1,0 +1,197 @@
+"""Every paper-scale result of Diana et al. 2025 and Xu & Neglia 2021, by one resumable command.
+
+    python -m flprivacy.experiments.reproduce                 # run what is missing or stale
+    python -m flprivacy.experiments.reproduce --dry-run       # the plan: what would run, and why
+    python -m flprivacy.experiments.reproduce --jobs 2        # two commands at a time
+    python -m flprivacy.experiments.reproduce --only part3_table1_medical part2_toy_fig2
+
+(``make reproduce`` runs the first.) The plan (:data:`PLAN`) lists one committed experiment
+command per result file, with the paper's settings (``FLPRIVACY_SCALE=paper``) and 3 seeds where
+the paper averages runs. A command is **skipped** when its result file is current: the file
+records exactly the planned command, and the library's sources (``src/``) at the commit it
+records are those of the working tree now (so a change to a chapter or a README does not
+invalidate anything, a change to the library does). Every other command runs, each in its own
+process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
+others go on. Interrupt it at any time: finished files stay, and the next call resumes.
+
+The run's own record, ``book/results/reproduce.json`` (written after every finished command),
+holds each command's status (skipped, ran, failed), its wall time and the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from ..config import SCALE_ENV
+from . import git_commit, positive_int, result_path, save_result
+
+
+@dataclass(frozen=True)
+class Job:
+    """One committed command and the paper-scale result file it writes."""
+
+    result: str  # file stem in book/results
+    module: str  # flprivacy.experiments.<module>
+    args: tuple[str, ...] = ()
+    paper: str = ""  # which paper result it holds
+    estimate_min: float = 0.0  # one core's minutes, measured or extrapolated (0: unknown)
+
+    @property
+    def command(self) -> str:
+        """The command as :func:`flprivacy.experiments.run_command` records it."""
+        return " ".join([f"{SCALE_ENV}=paper", "python", "-m", f"flprivacy.experiments.{self.module}",
+                         *map(shlex.quote, self.args)])
+
+
+SEEDS = ("--seeds", "0", "1", "2")
+
+PLAN: tuple[Job, ...] = (
+    Job("part2_toy_fig2", "part2_toy", (), "Diana Fig. 2 (toy least squares, 5 seeds)"),
+    Job("part2_theorem1", "part2_theorem1", (), "Diana Thm. 1 (error vs n_c, B, η)"),
+    Job("part2_leaf_table1", "part2_leaf", (), "Xu & Neglia Table 1 (LEAF, 10 runs)"),
+    Job("part2_adult_fig1", "part2_adult", (), "Xu & Neglia Fig. 1 (Adult)"),
+    Job("part3_table1_medical", "part3_table1", ("--task", "Medical", *SEEDS), "Diana Table 1 Medical", 15),
+    Job("part3_table1_income_l_synthetic", "part3_table1", ("--task", "Income-L", "--source", "synthetic", *SEEDS),
+        "Diana Table 1 Income-L (synthetic census)", 45),
+    Job("part3_table1_income_a_synthetic", "part3_table1", ("--task", "Income-A", "--source", "synthetic", *SEEDS),
+        "Diana Table 1 Income-A (synthetic census)"),
+    Job("part3_table2_medical", "part3_table2", ("--task", "Medical", *SEEDS), "Diana Table 2 Medical"),
+    Job("part3_table2_income_l_synthetic", "part3_table2", ("--task", "Income-L", "--source", "synthetic", *SEEDS),
+        "Diana Table 2 Income-L (synthetic census)", 39),
+    Job("part3_table2_income_a_synthetic", "part3_table2", ("--task", "Income-A", "--source", "synthetic", *SEEDS),
+        "Diana Table 2 Income-A (synthetic census)"),
+    Job("part3_table3_medical", "part3_table3", ("--task", "Medical", *SEEDS), "Diana Table 3 Medical"),
+    Job("part3_table3_income_l_synthetic", "part3_table3", ("--task", "Income-L", "--source", "synthetic", *SEEDS),
+        "Diana Table 3 Income-L (synthetic census)"),
+    Job("part3_table3_income_a_synthetic", "part3_table3", ("--task", "Income-A", "--source", "synthetic", *SEEDS),
+        "Diana Table 3 Income-A (synthetic census)"),
+    Job("part3_fig1", "part3_fig1", SEEDS, "Diana Fig. 1"),
+    *(Job(f"part3_fig3_{f}_synthetic", "part3_fig3", ("--factor", f, *SEEDS), f"Diana {label}", est)
+      for f, label, est in (("heterogeneity", "Fig. 3 left", 135), ("batch_size", "Fig. 3 centre", 113),
+                            ("epochs", "Fig. 3 right", 59), ("start_round", "App. C.2", 81),
+                            ("active_rounds", "App. C.3", 25))),
+)
+"""The paper-scale commands, in the order they run (cheap and central results first)."""
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    root = Path(__file__).resolve().parents[3]
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+
+
+def library_unchanged_since(commit: str) -> bool:
+    """True when ``src/`` at ``commit`` equals ``src/`` of the working tree (a "+dirty" or unknown
+    commit never does: its sources are not known)."""
+    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+        return False
+    try:
+        return _git("diff", "--quiet", commit, "--", "src").returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _without_jobs(command: str) -> str:
+    """A command without its ``--jobs N`` option, which changes the wall time, not the numbers."""
+    words = shlex.split(command)
+    out = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        if w == "--jobs":
+            skip = True
+            continue
+        if not w.startswith("--jobs="):
+            out.append(w)
+    return " ".join(out)
+
+
+def status(job: Job) -> tuple[bool, str]:
+    """``(current, why)`` for a planned job: is its result file current (see the module docstring)?"""
+    import json
+
+    path = result_path(job.result, "paper")
+    if not path.is_file():
+        return False, "no result file"
+    try:
+        record = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return False, "result file is not valid JSON"
+    if _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
+        return False, f"file made by another command: {record.get('command')!r}"
+    if not library_unchanged_since(str(record.get("commit") or "")):
+        return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
+    return True, "current"
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Run one job in its own process (paper scale, one torch thread); return its record."""
+    env = {**os.environ, SCALE_ENV: "paper", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", f"flprivacy.experiments.{job.module}", *job.args], env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    out = {"result": job.result, "command": job.command, "seconds": round(seconds, 1),
+           "status": "ran" if proc.returncode == 0 else "failed"}
+    if proc.returncode != 0:
+        out["error"] = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--jobs", type=positive_int, default=1, help="commands run at a time (one core each)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.add_argument("--only", nargs="+", default=None, metavar="RESULT",
+                   help=f"run only these result files (of: {', '.join(j.result for j in PLAN)})")
+    args = p.parse_args(argv)
+    plan = list(PLAN)
+    if args.only:
+        unknown = sorted(set(args.only) - {j.result for j in PLAN})
+        if unknown:
+            p.error(f"--only: unknown results {unknown}; choose from {[j.result for j in PLAN]}")
+        plan = [j for j in plan if j.result in set(args.only)]
+    if git_commit().endswith("+dirty"):
+        print("note: the library has uncommitted changes; the files will record '+dirty' and be rerun next time")
+    todo, records = [], []
+    for job in plan:
+        current, why = status(job)
+        print(f"{'skip' if current else 'run ':4}  {job.result:38s} {why}")
+        if current:
+            records.append({"result": job.result, "command": job.command, "status": "skipped", "seconds": 0.0})
+        else:
+            todo.append(job)
+    if args.dry_run or not todo:
+        return {"jobs": records}
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(run_job, job): job for job in todo}
+        for fut in tqdm(as_completed(futures), total=len(futures), desc="paper-scale results"):
+            rec = fut.result()
+            records.append(rec)
+            tqdm.write(f"{rec['status']:6} {rec['result']} in {rec['seconds'] / 60:.1f} min"
+                       + (f": {rec['error'][0]}" if rec["status"] == "failed" else ""))
+            out = {"jobs": records, "jobs_at_a_time": args.jobs, "wall_seconds": round(time.perf_counter() - t0, 1),
+                   "complete": len(records) == len(plan)}
+            save_result("reproduce", out, seeds=[0, 1, 2], scale_="paper")
+    failed = [r["result"] for r in records if r["status"] == "failed"]
+    if failed:
+        print(f"{len(failed)} command(s) failed: {failed}")
+    return {"jobs": records}
+
+
+if __name__ == "__main__":
+    res = main()
+    sys.exit(1 if any(r["status"] == "failed" for r in res["jobs"]) else 0)
