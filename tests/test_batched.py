@@ -1,4 +1,5 @@
-"""The batched FedAvg engine (flprivacy.batched) against the per-client reference path."""
+"""The batched FedAvg engine (flprivacy.batched) and the hand-written gradient of
+flprivacy.stack.LinearStack, against the per-client reference path and autograd."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import pytest
 import torch
 
 from flprivacy import ClientData, LocalSGD, SendBack, linear_regression, logistic_regression, mlp, run_fedavg
-from flprivacy.batched import batched_grad, supports
+from flprivacy.batched import supports
 from flprivacy.models import lenet5
+from flprivacy.stack import LinearStack
 
 
 def _clients(sizes, f, kind, dtype, seed=0):
@@ -69,20 +71,32 @@ def test_batched_with_partial_participation_and_active_adversary():
     _same_log(logs[0], logs[1], 1e-10)
 
 
-def test_batched_grad_equals_autograd_per_client():
-    """The hand-written backward against FLModel.grad (autograd) on each client's real rows."""
-    model = mlp(6, hidden=9, n_outputs=3, loss="cross_entropy", dtype=torch.float64)
+@pytest.mark.parametrize("make, kind", [
+    (lambda: mlp(6, hidden=9, n_outputs=3, loss="cross_entropy", dtype=torch.float64), "class"),
+    (lambda: mlp(6, hidden=9, loss="bce", dtype=torch.float64), "bin"),
+    (lambda: mlp(6, hidden=9, dtype=torch.float64), "reg"),
+    (lambda: linear_regression(6), "reg"),
+], ids=["MLP cross-entropy", "MLP bce", "MLP mse", "linear mse"])
+def test_hand_written_gradient_equals_autograd_per_client(make, kind):
+    """LinearStack's hand-written backward against FLModel.grad (autograd) on each model's real rows:
+    padding rows (mask 0) must not count. float64: agreement to 1e-12 (a few ulps per product)."""
+    model = make()
+    stack = LinearStack(model)
+    assert stack._manual
     g = torch.Generator().manual_seed(0)
     thetas = torch.stack([model.init_params(s) for s in range(3)])
     X = torch.randn(3, 10, 6, generator=g, dtype=torch.float64)
-    y = torch.randint(0, 3, (3, 10), generator=g)
-    w = torch.ones(3, 10)
-    w[1, 7:] = 0  # client 1 has 7 real rows: padding must not count
-    w[2] = 0      # client 2 has finished: zero gradient
-    G = batched_grad(model, thetas, X, y, w)
-    torch.testing.assert_close(G[0], model.grad(thetas[0], X[0], y[0]), rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(G[1], model.grad(thetas[1], X[1, :7], y[1, :7]), rtol=1e-12, atol=1e-12)
-    assert torch.equal(G[2], torch.zeros_like(G[2]))
+    y = {"class": torch.randint(0, 3, (3, 10), generator=g), "bin": torch.randint(0, 2, (3, 10), generator=g).double(),
+         "reg": torch.randn(3, 10, generator=g, dtype=torch.float64)}[kind]
+    mask = torch.ones(3, 10, dtype=torch.float64)
+    mask[1, 7:] = 0  # model 1 sees 7 real rows
+    loss, G = stack.loss_and_grad(thetas, X, y, mask)
+    for m, rows in ((0, 10), (1, 7), (2, 10)):
+        torch.testing.assert_close(G[m], model.grad(thetas[m], X[m, :rows], y[m, :rows]), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(loss[m], model.loss(thetas[m], X[m, :rows], y[m, :rows]), rtol=1e-12, atol=1e-12)
+    # no mask, X shared by all models
+    loss, G = stack.loss_and_grad(thetas, X[0], y[0])
+    torch.testing.assert_close(G[2], model.grad(thetas[2], X[0], y[0]), rtol=1e-12, atol=1e-12)
 
 
 def test_batched_refuses_what_it_cannot_train():

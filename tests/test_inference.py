@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flprivacy import ClientData, LocalSGD, lenet5, linear_regression, logistic_regression, mlp, run_fedavg
-from flprivacy.attacks._stack import LinearStack
+from flprivacy.stack import LinearStack
 from flprivacy.attacks.inference import (
     GradientAIAResult,
     SensitiveAttribute,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from flprivacy import ClientData, LocalSGD, local_sgd, mlp, run_fedavg
-from flprivacy.attacks._stack import LinearStack
+from flprivacy.stack import LinearStack
 from flprivacy.attacks.active import (
     ADAM_BETA_RANGE,
     ADAM_LR_RANGE,

@@ -138,7 +138,7 @@ def test_divisions_by_zero_are_clear_errors():
 
 
 def test_parallel_paths_check_like_their_siblings():
-    from flprivacy.attacks._stack import LinearStack
+    from flprivacy.stack import LinearStack
     from flprivacy.config import generator
 
     model, clients = linear_regression(3), ls_clients()

@@ -1,182 +1,115 @@
-"""FedAvg's local update (Diana et al. 2025, Alg. 2) for all sampled clients at once.
+"""FedAvg's local update (Diana et al. 2025, Alg. 2) for many clients, and many models per
+client, at once.
 
 :func:`flprivacy.federation.local_sgd` trains one client: K = E⌈S_c/B⌉ steps of
-θ ← θ − η ∇(1/|b|) Σ_{i∈b} ℓ(θ, x_i, y_i). When every client of a round runs the same
-:class:`~flprivacy.federation.LocalSGD` on the same architecture, the C clients' steps are the
-same arithmetic on C parameter vectors, so this module runs them as one tensor program: the
-parameters as a ``(C, d)`` matrix, each step's mini-batches gathered into a ``(C, B, ·)`` block
-(clients of different sizes padded, the padding weighted 0), the forward pass and the gradient
-(written by hand for the supported layers, so no autograd graph is built) as batched matrix
-products. Each client keeps its own random stream: its mini-batches are drawn by
-:func:`~flprivacy.federation.batch_schedule` from its own generator, exactly as the per-client
-path draws them, so the two paths give the same models up to floating-point rounding (the
-order of the sums differs), which ``tests/test_batched.py`` checks.
+θ ← θ − η ∇(1/|b|) Σ_{i∈b} ℓ(θ, x_i, y_i). When clients run the same
+:class:`~flprivacy.federation.LocalSGD` on the same architecture, their steps are the same
+arithmetic on different parameter vectors, so :func:`local_sgd_many` runs them as one tensor
+program: each step's mini-batches gathered into one ``(C·M, B, p)`` block (clients of different
+sizes padded, the padding masked out of the mean), and the loss and its gradient evaluated by
+:class:`flprivacy.stack.LinearStack` with batched matrix products. Each client keeps her own
+random stream: her mini-batches are drawn by :func:`~flprivacy.federation.batch_schedule` from
+her own generator, exactly as the per-client path draws them, so the two give the same models
+up to floating-point rounding (the order of the sums differs).
 
-Supported: models whose module is an ``nn.Linear`` or an ``nn.Sequential`` of ``nn.Linear``
-and ``nn.ReLU`` layers (linear and logistic regression, the MLP of Diana et al.), with the
-losses ``mse``, ``cross_entropy`` (class indices or probabilities) and ``bce``.
+Two users: ``run_fedavg(..., batched=True)`` (one model per client: the round's global model)
+and the active attack's tuning (:func:`flprivacy.attacks.active.simulate_adam_active`: one
+model per Adam setting per client).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from .federation import ClientData, LocalSGD, batch_schedule
 from .models import FLModel
-from .validation import NonFiniteError
-
-
-@dataclass(frozen=True)
-class _Linear:
-    w: slice  # where the weight (out, in) sits in θ
-    b: slice | None
-    n_in: int
-    n_out: int
-
-
-def _plan(model: FLModel) -> list[_Linear | str] | None:
-    """The layer list of a supported model (Linear layers and "relu"), or None."""
-    mod = model.module
-    layers = [mod] if isinstance(mod, nn.Linear) else list(mod) if isinstance(mod, nn.Sequential) else None
-    if layers is None or model.loss_name not in ("mse", "cross_entropy", "bce"):
-        return None
-    plan: list[_Linear | str] = []
-    offset = 0
-    for layer in layers:
-        if isinstance(layer, nn.Linear):
-            nw = layer.weight.numel()
-            w = slice(offset, offset + nw)
-            offset += nw
-            b = None
-            if layer.bias is not None:
-                b = slice(offset, offset + layer.out_features)
-                offset += layer.out_features
-            plan.append(_Linear(w, b, layer.in_features, layer.out_features))
-        elif isinstance(layer, nn.ReLU):
-            plan.append("relu")
-        else:
-            return None
-    if offset != model.dim or not plan or not isinstance(plan[0], _Linear):
-        return None
-    return plan
+from .stack import LinearStack
+from .validation import as_tensor, check_finite
 
 
 def supports(model: FLModel) -> bool:
-    """True when :func:`batched_local_sgd` can train ``model`` (see the module docstring)."""
-    return isinstance(model, FLModel) and _plan(model) is not None
+    """True when :func:`local_sgd_many` can train ``model``: ``nn.Linear`` layers and element-wise
+    activations (:class:`~flprivacy.stack.LinearStack`)."""
+    try:
+        LinearStack(model)
+    except (NotImplementedError, AttributeError, TypeError):
+        return False
+    return True
 
 
-def _output_grad(loss: str, out: Tensor, y: Tensor) -> Tensor:
-    """dℓ/d(output) per sample, shape of ``out`` ``(C, B, k)``; the losses of
-    :mod:`flprivacy.models` (mse: ℓ = ‖f − y‖², cross-entropy on logits, BCE on a logit)."""
-    if loss == "mse":
-        return 2.0 * (out - y.to(out.dtype).reshape(out.shape))
-    if loss == "bce":
-        return torch.sigmoid(out) - y.to(out.dtype).reshape(out.shape)
-    p = torch.softmax(out, dim=-1)
-    if y.dtype in (torch.int64, torch.int32, torch.int16, torch.uint8):
-        return p - torch.nn.functional.one_hot(y.long(), out.shape[-1]).to(out.dtype)
-    return p - y.to(out.dtype)
+def check_clients(clients: Sequence[ClientData], where: str) -> None:
+    """A non-empty list of :class:`ClientData` with tabular ``X`` of one width and finite values."""
+    if isinstance(clients, ClientData) or not isinstance(clients, Sequence) or len(clients) == 0:
+        raise ValueError(f"{where}: clients must be a non-empty list of ClientData; got {clients!r:.80}.")
+    p = None
+    for c, cd in enumerate(clients):
+        if not isinstance(cd, ClientData):
+            raise TypeError(f"{where}: clients[{c}] must be a ClientData(X, y); got {type(cd).__name__}.")
+        if cd.X.ndim != 2 or (p is not None and cd.X.shape[1] != p):
+            raise ValueError(f"{where}: clients[{c}].X must be (n, {p if p is not None else 'p'}) like the other "
+                             f"clients'; got {tuple(cd.X.shape)}.")
+        p = cd.X.shape[1]
+        check_finite(f"clients[{c}].X", cd.X, where)
+        check_finite(f"clients[{c}].y", cd.y, where)
 
 
-def batched_grad(model: FLModel, thetas: Tensor, X: Tensor, y: Tensor, weights: Tensor) -> Tensor:
-    """∇_θ of each client's weighted mean loss Σ_i w_ci ℓ(θ_c, x_ci, y_ci) / Σ_i w_ci, for all
-    clients at once.
-
-    Args:
-        model: a supported model (:func:`supports`).
-        thetas: ``(C, d)`` parameters, one row per client.
-        X: ``(C, B, n_features)`` mini-batches (padding rows allowed).
-        y: ``(C, B)`` targets (class indices, or ``(C, B, k)`` probabilities / regression targets).
-        weights: ``(C, B)``, 1 for a real sample and 0 for padding. A client whose row is all
-            zeros gets a zero gradient (it has finished its local steps).
-
-    Returns:
-        ``(C, d)`` gradients, equal to :meth:`FLModel.grad` on each client's real rows up to
-        floating-point rounding.
-    """
-    plan = _plan(model)
-    if plan is None:
-        raise ValueError(f"batched_grad: model {model!r} is not supported; use a linear model or an MLP of Linear "
-                         "and ReLU layers with an mse, cross_entropy or bce loss, or the per-client path.")
-    C = thetas.shape[0]
-    h = X.to(thetas.dtype)
-    inputs: list[Tensor] = []
-    masks: list[Tensor] = []
-    for layer in plan:
-        if layer == "relu":
-            masks.append(h > 0)
-            h = torch.relu(h)
-            continue
-        assert isinstance(layer, _Linear)
-        inputs.append(h)
-        W = thetas[:, layer.w].view(C, layer.n_out, layer.n_in)
-        h = torch.bmm(h, W.transpose(1, 2))
-        if layer.b is not None:
-            h = h + thetas[:, layer.b].unsqueeze(1)
-    denom = weights.sum(1).clamp_min(1.0).to(thetas.dtype)
-    dz = _output_grad(model.loss_name, h, y) * (weights.to(thetas.dtype) / denom.unsqueeze(1)).unsqueeze(-1)
-    grad = torch.empty_like(thetas)
-    for layer in reversed(plan):
-        if layer == "relu":
-            dz = dz * masks.pop()
-            continue
-        assert isinstance(layer, _Linear)
-        hin = inputs.pop()
-        grad[:, layer.w] = torch.bmm(dz.transpose(1, 2), hin).reshape(C, -1)
-        if layer.b is not None:
-            grad[:, layer.b] = dz.sum(1)
-        if inputs:  # no gradient needed for the data itself
-            W = thetas[:, layer.w].view(C, layer.n_out, layer.n_in)
-            dz = torch.bmm(dz, W)
-    return grad
-
-
-def batched_local_sgd(model: FLModel, thetas: Tensor, data: Sequence[tuple[Tensor, Tensor]], *, lr: float,
-                      schedules: Sequence[Sequence[Tensor | None]]) -> Tensor:
-    """Alg. 2 for C clients at once: each client c runs SGD from ``thetas[c]`` on its data
-    ``data[c] = (X_c, y_c)`` over its own mini-batches ``schedules[c]`` (index tensors, or None
-    for the full batch, as :func:`~flprivacy.federation.batch_schedule` yields them).
-
-    Returns:
-        ``(C, d)``: the returned models θ_c(K_c).
-
-    Raises:
-        NonFiniteError: a client's model became non-finite (naming the client's position and lr).
-    """
-    C = len(data)
-    if thetas.ndim != 2 or thetas.shape[0] != C or len(schedules) != C:
-        raise ValueError(f"batched_local_sgd: thetas must be (C, d) with C = len(data) = len(schedules); got "
-                         f"{tuple(thetas.shape)}, {C} data sets, {len(schedules)} schedules.")
-    sizes = [int(X.shape[0]) for X, _ in data]
-    n_max = max(sizes)
-    Xs = torch.zeros((C, n_max, *data[0][0].shape[1:]), dtype=thetas.dtype)
-    ys = torch.zeros((C, n_max, *data[0][1].shape[1:]), dtype=data[0][1].dtype)
-    for c, (X, y) in enumerate(data):
-        Xs[c, : sizes[c]] = X
-        ys[c, : sizes[c]] = y
-    steps = [list(s) for s in schedules]
-    k_max = max((len(s) for s in steps), default=0)
+def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequence[ClientData], local: LocalSGD,
+                   gens: Sequence[torch.Generator]) -> list[Tensor]:
+    """The local update (Alg. 2) of every client c applied to her M models ``thetas[c]``
+    ``(M, d)`` at once: what :func:`flprivacy.federation.local_sgd` does to each row, with one
+    shuffling per client (``gens[c]``) shared by her M models. All clients step together
+    (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
+    check_clients(clients, "local_sgd_many")
+    if not isinstance(local, LocalSGD):
+        raise TypeError(f"local_sgd_many: local must be a LocalSGD; got {type(local).__name__}.")
+    if len(thetas) != len(clients) or len(gens) != len(clients):
+        raise ValueError(f"local_sgd_many: give one thetas entry and one generator per client; got {len(clients)} "
+                         f"clients, {len(thetas)} thetas, {len(gens)} generators.")
+    thetas = [as_tensor(f"thetas[{c}]", t, where="local_sgd_many", ndim=2, dtype=stack.dtype) for c, t in enumerate(thetas)]
+    for c, t in enumerate(thetas):
+        if t.shape != thetas[0].shape or t.shape[1] != stack.dim:
+            raise ValueError(f"local_sgd_many: thetas[{c}] must have shape (M, {stack.dim}) like thetas[0] "
+                             f"{tuple(thetas[0].shape)}; got {tuple(t.shape)}.")
+        # rows may be +inf: simulate_adam_active keeps a diverged setting at +inf on purpose
+    C, M = len(clients), thetas[0].shape[0]
+    sizes = [c.n for c in clients]
+    steps = [local.n_steps(n) for n in sizes]
+    K = max(steps)
+    # every client's sequence of mini-batches, exactly as in local_sgd (reshuffled each epoch),
+    # as one padded index tensor (C, K, B) with its 0/1 mask
+    schedules = [[torch.arange(data.n) if idx is None else idx
+                  for idx in batch_schedule(data.n, epochs=local.epochs, batch_size=local.batch_size,
+                                            steps=local.steps, shuffle=local.shuffle, generator=gens[c])]
+                 for c, data in enumerate(clients)]
+    B = max((int(b.numel()) for sch in schedules for b in sch), default=1)
+    index = torch.zeros(C, K, B, dtype=torch.long)
+    mask = torch.zeros(C, K, B, dtype=stack.dtype)
+    for c, sch in enumerate(schedules):
+        for k, b in enumerate(sch):
+            index[c, k, : b.numel()] = b
+            mask[c, k, : b.numel()] = 1
+    Xs = torch.zeros(C, max(sizes), *clients[0].X.shape[1:], dtype=stack.dtype)
+    ys = torch.zeros(C, max(sizes), *clients[0].y.shape[1:], dtype=clients[0].y.dtype)
+    for c, data in enumerate(clients):
+        Xs[c, : data.n] = data.X
+        ys[c, : data.n] = data.y
+    theta = torch.stack(list(thetas))  # (C, M, d)
     rows = torch.arange(C).unsqueeze(1)
-    theta = thetas.detach().clone()
-    for k in range(k_max):
-        batches = [(torch.arange(sizes[c]) if steps[c][k] is None else steps[c][k]) if k < len(steps[c])
-                   else torch.zeros(0, dtype=torch.long) for c in range(C)]
-        b_max = max(int(b.numel()) for b in batches)
-        idx = torch.zeros((C, b_max), dtype=torch.long)
-        w = torch.zeros((C, b_max))
-        for c, b in enumerate(batches):
-            idx[c, : b.numel()] = b
-            w[c, : b.numel()] = 1.0
-        theta = theta - lr * batched_grad(model, theta, Xs[rows, idx], ys[rows, idx], w)
-    bad = (~torch.isfinite(theta)).any(1)
-    if bool(bad.any()):
-        c = int(bad.nonzero()[0])
-        raise NonFiniteError(
-            f"batched_local_sgd: the local model of client position {c} became non-finite (NaN/inf) during local "
-            f"training with lr={lr}: the learning rate is most likely too large for this data; lower lr or "
-            "standardise the features.")
-    return theta
+    steps_t = torch.tensor(steps)
+    for k in range(K):
+        live = (steps_t > k).nonzero().squeeze(1) if k >= min(steps) else None  # clients still stepping
+        r = rows if live is None else live.unsqueeze(1)
+        Xb, yb, mb = Xs[r, index[r.squeeze(1), k]], ys[r, index[r.squeeze(1), k]], mask[r.squeeze(1), k]
+        L = Xb.shape[0]
+        if M > 1:  # the client's batch, once per model
+            Xb, yb, mb = (t.unsqueeze(1).expand(L, M, *t.shape[1:]).reshape(L * M, *t.shape[1:]) for t in (Xb, yb, mb))
+        th = theta if live is None else theta[live]
+        g = stack.grad(th.reshape(L * M, -1), Xb, yb, mb)
+        if live is None:
+            theta -= local.lr * g.view(C, M, -1)
+        else:
+            theta[live] -= local.lr * g.view(L, M, -1)
+    return list(theta)

@@ -27,7 +27,6 @@ from torch import Tensor
 from tqdm import tqdm
 
 from .config import child_seed, generator
-from .batched import batched_local_sgd
 from .models import FLModel
 from .validation import DIVERGENCE_FACTOR, DivergenceWarning, NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
@@ -552,9 +551,10 @@ def run_fedavg(
         progress: show a progress bar.
         log_dir: keep the message log's models in a file in this folder instead of in memory
             (long runs; see :class:`MessageLog`).
-        batched: train each round's clients as one tensor program (:mod:`flprivacy.batched`):
-            the same log up to floating-point rounding, several times faster for small models.
-            Needs ``local`` to be a :class:`LocalSGD` and a linear model or MLP
+        batched: train each round's clients as one tensor program
+            (:func:`flprivacy.batched.local_sgd_many`): the same log up to floating-point
+            rounding, several times faster for small models. Needs ``local`` to be a
+            :class:`LocalSGD` and a model of linear layers and element-wise activations
             (:func:`flprivacy.batched.supports`). The adversary then forges every sampled
             client's model before any of them trains, so it reads the log up to the previous
             round (as every adversary of the library does).
@@ -601,13 +601,16 @@ def run_fedavg(
         raise ValueError(f"{where}: clients[0].X does not fit the model: {e}") from None
 
     if batched:
-        from .batched import supports
+        from .batched import check_clients, local_sgd_many, supports
+        from .stack import LinearStack
         if not isinstance(local, LocalSGD):
             raise ValueError(f"{where}: batched=True needs local=LocalSGD(...) (got {type(local).__name__}); "
                              "use batched=False for other local trainers.")
         if not supports(model):
-            raise ValueError(f"{where}: batched=True does not support {model!r}; it trains linear models and MLPs "
-                             "of Linear and ReLU layers (mse, cross_entropy or bce loss). Use batched=False.")
+            raise ValueError(f"{where}: batched=True does not support {model!r}; it trains models of nn.Linear "
+                             "layers and element-wise activations (linear models, MLPs). Use batched=False.")
+        check_clients(clients, where)
+        stack = LinearStack(model)
     p = client_weights(clients, weighting)
     log = MessageLog(len(clients), p, [c.n for c in clients], server_lr, directory=log_dir)
     server_gen = generator(child_seed(seed, 1))
@@ -629,14 +632,9 @@ def run_fedavg(
         if batched:  # forge all, train all at once, then record and aggregate in the same order
             forgeds = [adversary.forge(t, c, theta, log) if adversary is not None else None for c in sampled]
             sents = [theta if f is None else f.detach().to(theta.dtype) for f in forgeds]
-            schedules = [list(batch_schedule(clients[c].n, epochs=local.epochs, batch_size=local.batch_size,
-                                             steps=local.steps, shuffle=local.shuffle, generator=client_gens[c]))
-                         for c in sampled]
-            try:
-                trained = batched_local_sgd(model, torch.stack(sents), [(clients[c].X, clients[c].y) for c in sampled],
-                                            lr=local.lr, schedules=schedules)
-            except NonFiniteError as e:
-                raise NonFiniteError(f"round {t}: {e}") from None
+            trained = [th[0] for th in local_sgd_many(stack, [s.unsqueeze(0) for s in sents],
+                                                      [clients[c] for c in sampled], local,
+                                                      [client_gens[c] for c in sampled])]
         for i, c in enumerate(sampled):
             if batched:
                 forged, sent, returned = forgeds[i], sents[i], trained[i]

@@ -29,7 +29,8 @@ from ..federation import ClientData, LocalSGD, MessageLog, batch_schedule
 from ..models import FLModel
 from ..threats import Adversary
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
-from ._stack import LinearStack
+from ..batched import check_clients, local_sgd_many
+from ..stack import LinearStack
 
 ADAM_LR_RANGE: tuple[float, float] = (0.1, 50.0)
 """Range in which Adam's learning rate is tuned, on a log scale (App. B.5)."""
@@ -129,49 +130,6 @@ def adam_step(st, grad: Tensor, lr, betas, eps) -> None:
 
 
 # ---- replaying the attack for many hyper-parameters ----------------------------------------------
-def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequence[ClientData], local: LocalSGD,
-                   gens: Sequence[torch.Generator]) -> list[Tensor]:
-    """The local update (Alg. 2) of every client c applied to her M models ``thetas[c]``
-    ``(M, d)`` at once: what :func:`flprivacy.federation.local_sgd` does to each row, with one
-    shuffling per client (``gens[c]``) shared by her M models. All clients step together
-    (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
-    _check_clients(clients, "local_sgd_many")
-    if not isinstance(local, LocalSGD):
-        raise TypeError(f"local_sgd_many: local must be a LocalSGD; got {type(local).__name__}.")
-    if len(thetas) != len(clients) or len(gens) != len(clients):
-        raise ValueError(f"local_sgd_many: give one thetas entry and one generator per client; got {len(clients)} "
-                         f"clients, {len(thetas)} thetas, {len(gens)} generators.")
-    thetas = [as_tensor(f"thetas[{c}]", t, where="local_sgd_many", ndim=2, dtype=stack.dtype) for c, t in enumerate(thetas)]
-    for c, t in enumerate(thetas):
-        if t.shape != thetas[0].shape or t.shape[1] != stack.dim:
-            raise ValueError(f"local_sgd_many: thetas[{c}] must have shape (M, {stack.dim}) like thetas[0] "
-                             f"{tuple(thetas[0].shape)}; got {tuple(t.shape)}.")
-        # rows may be +inf: simulate_adam_active keeps a diverged setting at +inf on purpose
-    C, M = len(clients), thetas[0].shape[0]
-    p = clients[0].X.shape[1]
-    Bmax = max(c.n if local.batch_size is None else min(int(local.batch_size), c.n) for c in clients)
-    steps = [local.n_steps(c.n) for c in clients]
-    # every client's sequence of mini-batches, exactly as in local_sgd (reshuffled each epoch)
-    batches = [[torch.arange(data.n) if idx is None else idx
-                for idx in batch_schedule(data.n, epochs=local.epochs, batch_size=local.batch_size,
-                                          steps=local.steps, shuffle=local.shuffle, generator=gens[c])]
-               for c, data in enumerate(clients)]
-    theta = torch.stack(list(thetas))  # (C, M, d)
-    for k in range(max(steps)):
-        live = [c for c in range(C) if k < steps[c]]
-        Xb = torch.zeros(len(live), Bmax, p, dtype=theta.dtype)
-        yb = torch.zeros(len(live), Bmax, dtype=clients[0].y.dtype)
-        mb = torch.zeros(len(live), Bmax, dtype=theta.dtype)
-        for j, c in enumerate(live):
-            idx = batches[c][k]
-            Xb[j, : idx.numel()], yb[j, : idx.numel()], mb[j, : idx.numel()] = clients[c].X[idx], clients[c].y[idx], 1
-        rep = lambda t: t.repeat_interleave(M, 0)  # noqa: E731
-        li = torch.tensor(live)
-        _, g = stack.loss_and_grad(theta[li].reshape(len(live) * M, -1), rep(Xb), rep(yb), rep(mb))
-        theta[li] -= local.lr * g.view(len(live), M, -1)
-    return list(theta)
-
-
 def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor], local: LocalSGD,
                          n_rounds: int, lr: Tensor, beta1: Tensor, beta2: Tensor, *, eps: float = 1e-8,
                          seed: int = 0) -> list[Tensor]:
@@ -188,7 +146,7 @@ def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: 
         one ``(M, d)`` tensor of final estimates θ_c^a per client.
     """
     where = "simulate_adam_active"
-    _check_clients(clients, where)
+    check_clients(clients, where)
     check_int("n_rounds", n_rounds, where, minimum=0)
     check_seed("seed", seed, where)
     check_positive("eps", eps, where)
@@ -220,21 +178,6 @@ def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: 
         if bool(bad.any()):  # a diverged setting stays diverged; keep it from producing NaN warnings
             st.theta.copy_(torch.where(bad, torch.full_like(st.theta, float("inf")), st.theta))
     return list(st.theta)
-
-
-def _check_clients(clients: Sequence[ClientData], where: str) -> None:
-    if isinstance(clients, ClientData) or not isinstance(clients, Sequence) or len(clients) == 0:
-        raise ValueError(f"{where}: clients must be a non-empty list of ClientData; got {clients!r:.80}.")
-    p = None
-    for c, cd in enumerate(clients):
-        if not isinstance(cd, ClientData):
-            raise TypeError(f"{where}: clients[{c}] must be a ClientData(X, y); got {type(cd).__name__}.")
-        if cd.X.ndim != 2 or (p is not None and cd.X.shape[1] != p):
-            raise ValueError(f"{where}: clients[{c}].X must be (n, {p if p is not None else 'p'}) like the other "
-                             f"clients'; got {tuple(cd.X.shape)}.")
-        p = cd.X.shape[1]
-        check_finite(f"clients[{c}].X", cd.X, where)
-        check_finite(f"clients[{c}].y", cd.y, where)
 
 
 @dataclass

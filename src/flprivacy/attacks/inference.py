@@ -18,7 +18,7 @@ public target. The adversary knows the public part and wants s(i).
   run to convergence on her data (an oracle): :func:`optimal_local_model`.
 
 The attacks that run on a model made of linear layers (linear and logistic regression, the MLP)
-evaluate many parameter vectors at once (module ``_stack``); that is what makes the paper's grids
+evaluate many parameter vectors at once (:mod:`flprivacy.stack`); that is what makes the paper's grids
 affordable on a CPU.
 """
 
@@ -36,7 +36,7 @@ from ..config import generator as make_generator
 from ..federation import ClientMessages
 from ..models import FLModel
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_seed
-from ._stack import LinearStack, _Linear
+from ..stack import LinearStack, _Linear
 
 # ---- the sensitive attribute ----------------------------------------------------------------------
 
