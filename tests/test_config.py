@@ -1,4 +1,4 @@
-"""The book-wide switches: scale, base seed, the deprecated FEDLEAK_* names, result-file paths."""
+"""The book-wide switches: scale, base seed, the former FEDLEAK_* names, result-file paths."""
 
 import json
 import subprocess
@@ -25,12 +25,14 @@ def test_base_seed_rejects_bad_values_naming_the_variable(monkeypatch, bad):
         config.base_seed()
 
 
-def test_old_names_are_read_with_a_deprecation_warning(monkeypatch):
+def test_old_names_are_refused_naming_the_new_one(monkeypatch):
+    """The FEDLEAK_* names were read for one release (0.2) with a warning; since 0.3 they raise, so
+    a reader's old setting is never ignored silently."""
     monkeypatch.delenv("FLPRIVACY_SCALE", raising=False)
     monkeypatch.setenv("FEDLEAK_SCALE", "paper")
-    with pytest.warns(FutureWarning, match="FLPRIVACY_SCALE"):
-        assert config.scale() == "paper"
-    monkeypatch.setenv("FLPRIVACY_SCALE", "quick")  # the new name wins
+    with pytest.raises(ValueError, match="set FLPRIVACY_SCALE"):
+        config.scale()
+    monkeypatch.setenv("FLPRIVACY_SCALE", "quick")  # the new name set: the old one is not read
     assert config.scale() == "quick"
 
 

@@ -17,7 +17,7 @@ from .federation import ClientData, ClientMessages, FLRun, LocalSGD, MessageLog,
 from .models import FLModel, lenet5, linear_regression, logistic_regression, mlp
 from .threats import Adversary, SendBack, curious_client, eavesdrop
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Adversary", "ClientData", "ClientMessages", "FLModel", "FLRun", "LocalSGD", "MessageLog", "SendBack",

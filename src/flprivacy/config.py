@@ -10,7 +10,8 @@ Every experiment in the book runs at one of two scales, chosen by the environmen
     the settings of the paper being reproduced; may take hours.
 
 The base seed of every chapter comes from ``FLPRIVACY_SEED`` (:func:`base_seed`). The names
-``FEDLEAK_*`` of the package's former name are still read, with a deprecation warning.
+``FEDLEAK_*`` of the package's former name were read, with a warning, until version 0.2; since
+0.3 setting one is an error that names its replacement (it is never ignored silently).
 
 Chapters never edit numbers to change scale; they ask :func:`at_scale` for the value of the
 current scale.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import os
 import random
-import warnings
 from typing import TypeVar
 
 import numpy as np
@@ -38,8 +38,9 @@ _OLD_PREFIX, _NEW_PREFIX = "FEDLEAK_", "FLPRIVACY_"
 def env(name: str, default: str = "") -> str:
     """Read the environment variable ``name`` (a ``FLPRIVACY_*`` name), stripped.
 
-    The package was called ``fedleak`` before; for one release the old ``FEDLEAK_*`` name is
-    still read when the new one is unset, with a :class:`FutureWarning` asking to rename it.
+    Raises:
+        ValueError: when the package's former name ``FEDLEAK_*`` of the variable is set and the
+            new one is not (read with a warning until version 0.2, refused since 0.3).
     """
     if not name.startswith(_NEW_PREFIX):
         raise ValueError(f"name={name!r}: expected a variable named {_NEW_PREFIX}*")
@@ -47,9 +48,8 @@ def env(name: str, default: str = "") -> str:
         return os.environ[name].strip()
     old = _OLD_PREFIX + name[len(_NEW_PREFIX):]
     if old in os.environ:
-        warnings.warn(f"{old} is deprecated (the package is now flprivacy); set {name} instead.",
-                      FutureWarning, stacklevel=2)
-        return os.environ[old].strip()
+        raise ValueError(f"{old} is no longer read (the package is flprivacy since version 0.2): set {name} instead, "
+                         f"e.g. `export {name}={os.environ[old].strip()}`, and unset {old}.")
     return default
 
 
