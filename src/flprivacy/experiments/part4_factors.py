@@ -15,7 +15,8 @@ The grids reproduce Fig. 5 (quality vs number of clients), Fig. 6 (vs client bat
 local iterations), App. D (uneven batch sizes), App. E (the attacker's inversion learning rate),
 App. F (super-client vs upper bound over local iterations) and App. B (unknown global learning
 rate and unknown N found by search on the attacker's own images). ``PAPER`` lists Wilson et
-al.'s settings; ``ATTACK`` the attack we run, with the deviations named.
+al.'s settings (their one home is :data:`flprivacy.ledger.wilson.SETTINGS`); ``ATTACK`` the
+attack we run, with the deviations named.
 
 Writes ``book/results/part4_factors.json`` (``part4_factors_quick.json`` at quick scale), saved
 after every case so that an interrupted run keeps its progress (``--resume`` skips done cases).
@@ -35,29 +36,14 @@ import torch
 from ..config import at_scale, base_seed, child_seed, generator, scale
 from ..data import load_mnist
 from ..federation import ClientData, LocalSGD, run_fedavg
+from ..ledger.wilson import SETTINGS
 from ..metrics import quality
 from ..models import FLModel, lenet5
 from ..threats import curious_client
 from . import load_result, positive_int, result_path, save_result
 
-# ---- the paper's settings (Wilson et al. 2025, §4 and App. B-F) ---------------------------------
-PAPER: dict[str, dict] = {
-    "main (§4, Fig. 4-5)": dict(model="LeNet5 (also ResNet9/18)", data="ImageNet 128x128 and MNIST", clients=[2, 4, 8],
-                                images_per_client=16, local_iterations=3, fl_lr=0.03,
-                                attack="L2 update matching (eq. 3), step size 0.1, bicubic dummy x4",
-                                attack_round="after the first FL round (untrained model)", metric="LPIPS (also SSIM)"),
-    "Fig. 6 left": dict(vary="client batch size", clients="several", trend="worse with larger batches"),
-    "Fig. 6 right": dict(vary="local iterations", clients="several",
-                         trend="worse with more local iterations when the number of clients is large"),
-    "App. B": dict(vary="guessed global learning rate; guessed N",
-                   trend="quality degrades fast as the guess departs from the truth; search picks the truth"),
-    "App. D": dict(uneven=[21, 11], even=16, clients=[2, 4, 6, 8], trend="no difference"),
-    "App. E": dict(vary="inversion learning rate", fl_lr=0.03, trend="insensitive within a reasonable range"),
-    "App. F": dict(clients=[2, 4, 6, 8], vary="local iterations",
-                   trend="the upper bound (true K clients) is unaffected by τ; the gap to the super-client grows "
-                         "with K and τ"),
-    "Lemma 1 (App. A)": dict(fl_lr=0.003, claim="E[δ] = τ(τ-1)/2 η² (K-1)/N Cov(J,g) + O(η³)"),
-}
+# ---- the paper's settings (Wilson et al. 2025, §4 and App. B-F): one home, the ledger ----------------
+PAPER: dict[str, dict] = SETTINGS
 
 
 # ---- the attack we run --------------------------------------------------------------------------
