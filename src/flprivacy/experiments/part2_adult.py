@@ -3,7 +3,9 @@ split by age over clients 0-2), logistic regression, one local step, η = 0.001.
 
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part2_adult
 
-Panels: (a) relative distances between the clients' local optima; (b) the mapping loss (eq. 6)
+Records the rows kept ("at least bachelor") and the PhD clients' rows (before the train/test
+split), which the paper reports too (:data:`flprivacy.ledger.xu_neglia.PAPER_ADULT`). Panels:
+(a) relative distances between the clients' local optima; (b) the mapping loss (eq. 6)
 when attacking clients 0-2, against the batch size; (c) test accuracy, on the attacked client's
 held-out data, of the decoded model and of the last model she returned. Settings:
 ``SETTINGS["adult_fig1"]``. Writes ``book/results/part2_adult_fig1.json``.
@@ -24,7 +26,8 @@ from ..data import encode, load_adult
 from ..data.splits import train_val_split, xu_adult_split
 from ..federation import ClientData
 from . import save_result, seeds_command
-from .part2_common import PAPER_ADULT, SETTINGS
+from ..ledger.xu_neglia import PAPER_ADULT
+from .part2_common import SETTINGS
 
 
 
@@ -74,6 +77,7 @@ def run_fig1(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, pro
     """Panels (a)-(c) of Fig. 1 for the given seeds; one record per (seed, B, attacked client)."""
     s = SETTINGS["adult_fig1"]
     clients, names = adult_clients(0)
+    parts = xu_adult_split(load_adult("all"), s["n_clients"], s["age_cuts"], seed=0)
     model = binary_logistic(clients[0].X.shape[1])
     lo = s["local_optimum"]
     optima = [local_optimum(model, c, lo["l2"], lo["lbfgs_iterations"]) for c in clients]
@@ -95,7 +99,8 @@ def run_fig1(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, pro
                 "train_acc_decoded": model.accuracy(r.theta, data.X, data.y),
                 "train_acc_last_returned": model.accuracy(M.returned[-1], data.X, data.y),
             })
-    return {"sizes": [[c.n, int(c.X_val.shape[0])] for c in clients], "d": model.dim, "features": names,
+    return {"sizes": [[c.n, int(c.X_val.shape[0])] for c in clients], "n_rows": int(sum(len(p) for p in parts)),
+            "phd_rows": [len(p) for p in parts[:3]], "d": model.dim, "features": names,
             "optimum_distances": relative_distances(optima).tolist(), "records": records}
 
 

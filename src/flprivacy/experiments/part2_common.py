@@ -3,7 +3,9 @@ update for least squares.
 
 ``SETTINGS`` lists, per experiment, the values the papers give (and, marked ``"ours"``, the ones
 they leave open, which we had to choose). The experiment modules and the chapters read them from
-here; the scale (``FLPRIVACY_SCALE``) only changes seeds and repetition counts.
+here; the scale (``FLPRIVACY_SCALE``) only changes seeds and repetition counts. The papers'
+reported numbers live in the ledger (:mod:`flprivacy.ledger.xu_neglia`,
+:mod:`flprivacy.ledger.diana_reconstruction`).
 """
 
 from __future__ import annotations
@@ -102,11 +104,3 @@ SETTINGS: dict[str, dict] = {
                  "local_optimum": "a small L2 term: the small PhD clients are linearly separable"},
     },
 }
-
-# ---- the papers' numbers ------------------------------------------------------------------------
-PAPER_TABLE1 = {  # Xu & Neglia 2021, Table 1: train accuracy (%) per client 0-4 and their mean, 10 runs
-    1: {"last returned": (53.9, 49.7, 85.1, 28.3, 75.8, 58.6), "decoded": (67.0, 74.3, 80.6, 77.9, 91.0, 78.1)},
-    5: {"last returned": (60.1, 54.6, 87.6, 33.6, 79.2, 63.0), "decoded": (65.6, 72.9, 76.9, 72.5, 86.2, 74.8)},
-    10: {"last returned": (69.4, 60.4, 90.6, 42.3, 83.9, 69.3), "decoded": (67.5, 79.5, 78.1, 75.8, 88.9, 78.0)},
-}
-PAPER_ADULT = {"phd_train_sizes": (126, 258, 134), "n_rows": 12300}  # Xu & Neglia 2021, §4 and footnote 4

@@ -6,7 +6,7 @@ Five clients (280/184/1536/256/208 samples, 10 features, 2 classes, 5 clusters),
 logistic regression (d = 22), FedAvg with batch size 256, learning rate 0.01 and 1, 5 or 10 local
 steps. The eavesdropper attacks every client from all its messages; we report each client's
 train accuracy of the last model she returned and of the decoded model θ̂_c^*. Settings:
-``SETTINGS["leaf_table1"]``; the paper's numbers: ``PAPER_TABLE1`` (both in :mod:`.part2_common`). Writes
+``SETTINGS["leaf_table1"]``; the paper's numbers: :data:`flprivacy.ledger.xu_neglia.PAPER_TABLE1`. Writes
 ``book/results/part2_leaf_table1.json``.
 """
 
@@ -21,7 +21,8 @@ from .. import LocalSGD, eavesdrop, logistic_regression, run_fedavg
 from ..attacks.reconstruction import learned_mapping_reconstruction_batch
 from ..data import leaf_synthetic
 from . import save_result, seeds_command
-from .part2_common import PAPER_TABLE1, SETTINGS
+from ..ledger.xu_neglia import PAPER_TABLE1
+from .part2_common import SETTINGS
 
 
 
