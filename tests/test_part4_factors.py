@@ -87,3 +87,91 @@ def test_upper_bound_replays_fedavg_and_the_super_client_does_not(data_file):
     assert upper["replay_error"] <= upper["replay_rounding_bound"] < 1e-3
     assert one["replay_error"] <= one["replay_rounding_bound"] < 1e-3
     assert sup["replay_error"] > 100 * sup["replay_rounding_bound"]
+
+
+# ---- the ledger's Wilson et al. rows (flprivacy.ledger.wilson) ------------------------------------------
+
+
+def test_wilson_live_propositions_hold_with_their_dependences():
+    from flprivacy.ledger import wilson
+
+    live = wilson.live_propositions()
+    eps = live["eps"]
+    assert live["eq2_gap"] <= 64 * eps                       # eq. 1-2: an identity, float64 rounding only
+    assert live["super_gap_tau1"] <= 64 * eps < 1e6 * eps < live["super_gap_tau3"]   # eq. 3: δ(1) = 0, δ(3) ≠ 0
+    for r in live["lemma"]:
+        assert abs(r["ratio"] - 1) <= wilson.LEMMA_TOL and r["cosine"] >= 1 - wilson.LEMMA_TOL, r
+    norm = {(r["tau"], r["K"], r["N"]): r["norm"] for r in live["lemma"]}
+    # Lemma 1's dependences, each a ratio of leading terms (the O(η) corrections are below LEMMA_TOL each)
+    assert abs(norm[(3, 2, 2)] / norm[(2, 2, 2)] / 3 - 1) < 2 * wilson.LEMMA_TOL          # τ(τ-1): 6 / 2
+    assert abs(norm[(2, 2, 2)] / norm[(2, 2, 4)] / 2 - 1) < 2 * wilson.LEMMA_TOL          # 1/N at fixed K
+    assert abs(norm[(2, 4, 4)] / norm[(2, 2, 4)] / 3 - 1) < 2 * wilson.LEMMA_TOL          # K - 1 at fixed N
+
+
+def test_wilson_rows_cover_every_result_once():
+    from flprivacy.ledger import wilson
+
+    rows = wilson.rows()
+    ids = [r.result_id for r in rows]
+    assert len(ids) == len(set(ids)) >= 25
+    for needed in ("eq. 1-2", "eq. 3", "Lemma 1", "App. A Remark 2", "Fig. 2", "Fig. 3", "Fig. 4", "Fig. 5 LeNet-5", "Fig. 5 ResNet-9",
+                   "Fig. 5 ResNet-18", "Fig. 6 left", "Fig. 6 right", "Fig. 7", "Fig. 8", "Fig. 9", "Fig. 10",
+                   "App. B", "App. C", "App. D", "App. E", "App. F", "App. G", "App. H", "LPIPS"):
+        assert any(f"Wilson {needed}" in i for i in ids), needed
+    assert all(r.paper == wilson.PAPER for r in rows)
+    assert {r.status for r in rows if "ResNet" in r.result_id or "LPIPS" in r.result_id} == {"not covered"}
+    assert all(r.file == "live" for r in rows if r.result_id.startswith(("Wilson eq.", "Wilson Lemma")))
+
+
+def _factor_status(record) -> dict[str, str]:
+    from flprivacy.ledger import wilson
+
+    return {r.result_id: r.status for r in wilson._factor_rows(record)}
+
+
+def test_wilson_factor_rows_follow_the_numbers():
+    """The rows' verdicts are the rules applied to the file: change the numbers, the verdict follows."""
+    import copy
+
+    from flprivacy.experiments import load_result
+
+    rec = load_result("part4_factors")
+    rising = copy.deepcopy(rec)  # quality that improves with K contradicts Fig. 5
+    for c in rising["data"]["cases"]:
+        if c["case"]["group"] == "clients":
+            c["ssim"] = 0.1 * c["K"] + 0.01 * c["case"]["seed"]
+    falling = copy.deepcopy(rec)  # strictly falling with K: Fig. 5 holds
+    for c in falling["data"]["cases"]:
+        if c["case"]["group"] == "clients":
+            c["ssim"] = 1 - 0.01 * c["K"] - 0.001 * c["case"]["seed"]
+    assert _factor_status(rising)["Wilson Fig. 5 LeNet-5 quality vs clients"] == "not reproduced"
+    assert _factor_status(falling)["Wilson Fig. 5 LeNet-5 quality vs clients"] == "reproduced"
+    uneven = copy.deepcopy(rec)  # an uneven split far worse than the even one contradicts App. D
+    for c in uneven["data"]["cases"]:
+        if c["case"]["group"] == "uneven":
+            c["ssim"] -= 0.3
+    even = copy.deepcopy(rec)  # identical to the even split: App. D holds
+    base = {c["K"]: c["ssim"] for c in rec["data"]["cases"] if c["case"]["group"] == "clients" and c["case"]["seed"] == 0}
+    for c in even["data"]["cases"]:
+        if c["case"]["group"] == "uneven":
+            c["ssim"] = base[c["K"]]
+    assert _factor_status(uneven)["Wilson App. D uneven batch sizes"] == "not reproduced"
+    assert _factor_status(even)["Wilson App. D uneven batch sizes"] == "reproduced"
+    # without the file, every factor row is "not run", with the command that makes it
+    missing = _factor_status(None)
+    assert set(missing.values()) == {"not run"} and len(missing) == 12
+
+
+def test_wilson_ablation_rows_follow_the_direction_of_the_change():
+    import copy
+
+    from flprivacy.experiments import load_result
+    from flprivacy.ledger import wilson
+
+    abl = load_result("diffusion_ablation", "quick")
+    for delta, want in ((+0.05, "reproduced"), (-0.05, "not reproduced")):
+        rec = copy.deepcopy(abl)
+        for c in rec["data"]["cases"]:
+            c["ddrm"] = {**c["raw"], "ssim": c["raw"]["ssim"] + delta, "psnr": c["raw"]["psnr"] + 20 * delta}
+        fig7, fig2, _ = wilson._ablation_rows(rec)
+        assert fig7.status == want and fig2.status == want, (delta, fig7, fig2)
