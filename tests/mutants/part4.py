@@ -7,13 +7,16 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 INV = "src/flprivacy/attacks/inversion.py"
 MET = "src/flprivacy/metrics.py"
 FAC = "src/flprivacy/experiments/part4_factors.py"
+WIL = "src/flprivacy/ledger/wilson.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "--nbval-lax", "tests/test_inversion.py", "tests/test_metrics.py", "tests/test_part4_factors.py",
          "book/part4/curious_client_factors.ipynb"]
 
@@ -84,4 +87,20 @@ MUTANTS = [
            "rows, cols = linear_sum_assignment(cost.cpu().numpy(), maximize=True)", "Hungarian: min-cost assignment"),
     Mutant("quality_no_clamp", MET, "rec = reconstructions.detach().clamp(0, data_range)",
            "rec = reconstructions.detach()", "scores computed on pixels outside the data range"),
+    # ---- the ledger's Wilson rows: live propositions and the rules on the factor file -----------------------
+    Mutant("ledger_eq1_step_not_per_client", WIL, "w = w - eta / Xk.shape[0] * gsum", "w = w - eta * gsum",
+           "eq. 1: the local step is η/N_k times the sum of per-image gradients"),
+    Mutant("ledger_exact_expectation_count", WIL, "expected /= 3 ** n", "expected /= 3 ** (n - 1)",
+           "Lemma 1 check: E[δ] is the mean over all 3^N equally likely draws"),
+    Mutant("ledger_super_gap_replays_super_twice", WIL,
+           "fed = replay_update(model, theta, X, y, lr=eta, steps=steps, client_sizes=sizes)",
+           "fed = replay_update(model, theta, X, y, lr=eta, steps=steps)", "eq. 3 check: FedAvg replay (eq. 2) dropped"),
+    Mutant("ledger_fig5_direction", WIL, "verdict=trend(list(fig5), list(fig5.values()), expected=-1,",
+           "verdict=trend(list(fig5), list(fig5.values()), expected=1,", "Fig. 5: quality must fall with K"),
+    Mutant("ledger_appD_signed_difference", WIL, "at_most(max(abs(d) for d in diffs.values()), fig5_effect,",
+           "at_most(max(diffs.values()), fig5_effect,", "App. D: a difference of either sign counts"),
+    Mutant("ledger_fig7_reversed", WIL, 'verdict=sign(ddrm["ssim"] - raw["ssim"], expected=1,',
+           'verdict=sign(raw["ssim"] - ddrm["ssim"], expected=1,', "Fig. 7: DDRM must improve on raw"),
+    Mutant("ledger_default_tau", WIL, "_DEFAULT = dict(tau=LOCAL_ITERATIONS,", "_DEFAULT = dict(tau=1,",
+           "§4: the main results use 3 local iterations"),
 ]
