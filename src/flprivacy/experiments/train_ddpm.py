@@ -8,8 +8,9 @@ The committed file was made with ``--minutes 25 --threads 1`` (a time budget: 1,
 learning rate does not depend on the total; bit-identical weights on another machine are not
 guaranteed, and were not re-checked here).
 
-Wilson et al. (2025) post-process with diffusion models pretrained on ImageNet, which cannot be
-downloaded here; the book trains its own, a compact class-conditional U-Net (``diffusers``
+Wilson et al. (2025) post-process 128x128 ImageNet reconstructions with "a pretrained DDPM" (§3.2)
+and a pretrained MDT (§3.3); pretrained weights are not among the book's offline data, so the
+book trains its own, a compact class-conditional U-Net (``diffusers``
 ``UNet2DModel``, about 0.69 M parameters) on the first 20,000 MNIST training images (the
 reconstructions it post-processes are of MNIST *test* images, so held out). Writes
 ``data/weights/ddpm_mnist32.safetensors`` and, beside it, ``ddpm_mnist32.json`` with the command,
