@@ -88,7 +88,7 @@ SKIP_PREFIXES: dict[str, str] = {
 SKIP: dict[str, str] = {
     # result containers and records: built by the library, not by users from raw input
     **{k: "a result/record container returned by the library" for k in (
-        "federation.Exchange", "federation.FLRun", "federation.ClientMessages", "federation.MessageLog",
+        "log.Exchange", "federation.FLRun", "log.ClientMessages", "log.MessageLog", "log.GlobalModels",
         "attacks.reconstruction.LeastSquaresReconstruction", "attacks.reconstruction.SubsetSelection",
         "attacks.reconstruction.LearnedMappingResult", "attacks.inference.GradientAIAResult",
         "attacks.inference.LocalOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
@@ -387,6 +387,8 @@ def recipes() -> dict[str, Recipe]:
         compare=False)
     add("attacks.active.SendBackAll", active.SendBackAll, lambda: dict(targets=[0], rounds=[2, 3]), compare=False)
     add("stack.LinearStack", LinearStack, lambda: dict(model=F()["lin"]))
+    add("config.server_generator", config.server_generator, lambda: dict(seed=0))
+    add("config.client_generator", config.client_generator, lambda: dict(seed=0, client=1))
     add("batched.supports", batched.supports, lambda: dict(model=F()["lin"]))
     add("batched.check_clients", batched.check_clients, lambda: dict(clients=F()["clients"], where="test"))
     add("batched.local_sgd_many", batched.local_sgd_many,

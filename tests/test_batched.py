@@ -122,3 +122,48 @@ def test_divergence_is_reported_before_it_overflows():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DivergenceWarning)
         run_fedavg(linear_regression(5), clients, rounds=40, local=LocalSGD(lr=0.05), seed=0)
+
+
+# ---- the message log's write API (flprivacy.log), which run_fedavg and the Flower strategy share ----------
+def test_write_api_owns_the_round_rules():
+    from flprivacy.log import MessageLog
+    from flprivacy.validation import NonFiniteError
+
+    class Forger(SendBack):
+        aggregate_forged = False
+
+    log = MessageLog(2, torch.tensor([0.25, 0.75], dtype=torch.float64), [1, 3], server_lr=1.0)
+    theta = torch.zeros(3, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="no round is open"):
+        log.sent_model(0)
+    assert log.begin_round(theta, [1, 0]) == 0 and log.participants == [[0, 1]]
+    with pytest.raises(RuntimeError, match="still open"):
+        log.begin_round(theta, [0])
+    for c, r in ((0, 4.0), (1, 8.0)):
+        sent, forged = log.sent_model(c)
+        assert torch.equal(sent, theta) and not forged
+        assert log.record_reply(c, sent, torch.full((3,), r, dtype=torch.float64), forged)
+    with pytest.raises(RuntimeError, match="still open"):
+        log.finish(theta)
+    theta1 = log.close_round()
+    assert torch.equal(theta1, torch.full((3,), 0.25 * 4 + 0.75 * 8, dtype=torch.float64))  # Σ p_c θ_c
+    # round 1: the adversary forges client 1's model (her last reply); her answer stays out of the aggregate
+    log.begin_round(theta1, [0, 1], Forger(1, [1]))
+    sent0, f0 = log.sent_model(0)
+    sent1, f1 = log.sent_model(1)
+    assert not f0 and f1 and torch.equal(sent1, torch.full((3,), 8.0, dtype=torch.float64))
+    assert log.record_reply(0, sent0, theta1 + 1, f0) and not log.record_reply(1, sent1, theta1 + 100, f1)
+    assert torch.equal(log.close_round(), theta1 + 1)   # only client 0's reply, renormalised
+    assert log.exchange(1, 1).forged and not log.exchange(1, 0).forged
+    log.begin_round(theta1 + 1, [0])
+    with pytest.raises(NonFiniteError, match="round 2, client 0"):
+        log.record_reply(0, theta1, torch.full((3,), float("nan"), dtype=torch.float64), False)
+
+
+def test_global_models_is_one_type_in_memory_and_on_disk(tmp_path):
+    clients = _clients([20, 30], 3, "reg", torch.float64)
+    logs = [run_fedavg(linear_regression(3), clients, rounds=3, local=LocalSGD(lr=0.05), seed=0, log_dir=d).log
+            for d in (None, tmp_path)]
+    assert type(logs[0].global_models) is type(logs[1].global_models)
+    torch.testing.assert_close(logs[0].global_trajectory(), logs[1].global_trajectory(), rtol=0, atol=0)
+    assert len(logs[1].global_models) == 4 and torch.equal(logs[1].global_models[-1], logs[0].global_models[3])

@@ -13,7 +13,8 @@ Modules (named for what they hold):
 """
 
 from .config import at_scale, base_seed, child_seed, scale, seed_everything
-from .federation import ClientData, ClientMessages, FLRun, LocalSGD, MessageLog, local_sgd, run_fedavg
+from .federation import ClientData, FLRun, LocalSGD, local_sgd, run_fedavg
+from .log import ClientMessages, MessageLog
 from .models import FLModel, lenet5, linear_regression, logistic_regression, mlp
 from .threats import Adversary, SendBack, curious_client, eavesdrop
 

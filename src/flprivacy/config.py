@@ -133,3 +133,25 @@ def child_seed(seed: int, *keys: int) -> int:
     if any(int(k) < 0 for k in keys):
         raise ValueError(f"child_seed: keys must be non-negative integers; got {list(keys)}.")
     return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0] % 2**63)
+
+
+# ---- FedAvg's named seed streams ------------------------------------------------------------------
+# A federated run with seed s draws from independent streams derived from s: the server's client
+# sampling, and one stream per client for her mini-batch shuffling. Every writer of a message log
+# (run_fedavg, the Flower strategy) uses these, so that the same seed gives the same log.
+SERVER_SAMPLING_STREAM = 1
+"""Key of the server's client-sampling stream: ``child_seed(seed, 1)``."""
+CLIENT_SHUFFLE_STREAM = 2
+"""Key of client c's shuffling stream: ``child_seed(seed, 2, c)``."""
+
+
+def server_generator(seed: int) -> torch.Generator:
+    """The server's client-sampling generator of a run with ``seed``."""
+    return generator(child_seed(seed, SERVER_SAMPLING_STREAM))
+
+
+def client_generator(seed: int, client: int) -> torch.Generator:
+    """Client ``client``'s mini-batch shuffling generator of a run with ``seed``."""
+    if isinstance(client, bool) or not isinstance(client, int) or client < 0:
+        raise ValueError(f"client_generator: client must be a client index >= 0; got {client!r}.")
+    return generator(child_seed(seed, CLIENT_SHUFFLE_STREAM, client))

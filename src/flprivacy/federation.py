@@ -14,19 +14,18 @@ client (Diana §2.2, "malicious adversary").
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from .config import child_seed, generator
+from .config import client_generator, server_generator
+from .log import ClientMessages, Exchange, GlobalModels, MessageLog  # noqa: F401 - the log's types, importable from here too
 from .models import FLModel
 from .validation import DIVERGENCE_FACTOR, DivergenceWarning, NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
@@ -217,270 +216,6 @@ class LocalSGD:
         return n_local_steps(n_samples, epochs=self.epochs, batch_size=self.batch_size, steps=self.steps)
 
 
-# ---- the message log --------------------------------------------------------------------------
-class Exchange(NamedTuple):
-    """One round-trip between the server and a client."""
-
-    round: int
-    client: int
-    sent: Tensor  # θ_c^t(0): the model the client received
-    returned: Tensor  # θ_c^t(K): the model the client sent back
-    forged: bool  # True if an active adversary replaced the sent model
-
-
-@dataclass
-class ClientMessages:
-    """The messages M_c = {(θ^t, θ_c^t), t ∈ T_c} exchanged with one client, stacked.
-
-    ``sent[i]`` and ``returned[i]`` are the models of round ``rounds[i]``.
-    """
-
-    client: int
-    rounds: Tensor  # (n,) long
-    sent: Tensor  # (n, d)
-    returned: Tensor  # (n, d)
-    forged: Tensor  # (n,) bool
-
-    def __len__(self) -> int:
-        return int(self.rounds.numel())
-
-    def select(self, index: Tensor | Sequence[int] | slice) -> ClientMessages:
-        """The messages at positions ``index`` (not round numbers; see :meth:`at_rounds`)."""
-        if not isinstance(index, slice):
-            index = torch.as_tensor(index, dtype=torch.long)
-        return ClientMessages(self.client, self.rounds[index], self.sent[index], self.returned[index], self.forged[index])
-
-    def at_rounds(self, rounds: Sequence[int]) -> ClientMessages:
-        """The messages of the given rounds; raises if one was not observed."""
-        pos = {int(r): i for i, r in enumerate(self.rounds.tolist())}
-        missing = [r for r in rounds if int(r) not in pos]
-        if missing:
-            raise KeyError(
-                f"client {self.client} has no recorded messages in rounds {missing}; observed rounds are "
-                f"{self.rounds.tolist()[:10]}{'...' if len(self) > 10 else ''}."
-            )
-        return self.select([pos[int(r)] for r in rounds])
-
-    @property
-    def pseudo_gradients(self) -> Tensor:
-        """θ^t - θ_c^t for every observed round (Diana eq. 2), shape (n, d)."""
-        return self.sent - self.returned
-
-
-class _ModelStore:
-    """Append-only storage of equal-length model vectors, in memory or on disk.
-
-    In memory, vectors are copied into preallocated chunks of ``chunk`` rows (no per-tensor
-    allocation, so no heap fragmentation), and :meth:`get` returns views. On disk
-    (``directory`` given), every vector is appended to one binary file (``<dir>/*.models``,
-    removed when the store is garbage-collected) and :meth:`get` reads it back with one
-    ``pread``; nothing is memory-mapped, so the process's resident memory stays flat.
-    """
-
-    def __init__(self, directory: str | Path | None = None, chunk: int = 256):
-        self.directory = None if directory is None else Path(directory)
-        self.chunk = int(chunk)
-        self.n = 0
-        self.d: int | None = None
-        self.dtype: torch.dtype | None = None
-        self._chunks: list[Tensor] = []
-        self._fd: int | None = None
-        self.path: Path | None = None
-        if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=self.directory, prefix="messagelog-", suffix=".models")
-            self._fd, self.path = fd, Path(name)
-
-    def __del__(self) -> None:  # pragma: no cover - best effort clean-up
-        if getattr(self, "_fd", None) is not None:
-            try:
-                os.close(self._fd)
-                os.remove(self.path)
-            except OSError:
-                pass
-            self._fd = None
-
-    def append(self, v: Tensor) -> int:
-        v = v.detach().reshape(-1)
-        if self.d is None:
-            self.d, self.dtype = v.numel(), v.dtype
-        elif v.numel() != self.d:
-            raise ValueError(f"MessageLog: every model must have {self.d} parameters; got a vector of {v.numel()}.")
-        v = v.to(self.dtype)
-        i = self.n
-        if self._fd is not None:
-            data = v.contiguous().cpu().numpy().tobytes()
-            os.pwrite(self._fd, data, i * len(data))
-        else:
-            if i % self.chunk == 0:
-                self._chunks.append(torch.empty(self.chunk, self.d, dtype=self.dtype))
-            self._chunks[i // self.chunk][i % self.chunk].copy_(v)
-        self.n += 1
-        return i
-
-    def get(self, i: int) -> Tensor:
-        if self._fd is not None:
-            size = self.d * self.dtype.itemsize
-            raw = os.pread(self._fd, size, i * size)
-            return torch.frombuffer(bytearray(raw), dtype=self.dtype)
-        return self._chunks[i // self.chunk][i % self.chunk]
-
-    @property
-    def nbytes(self) -> int:
-        return 0 if self.d is None else self.n * self.d * self.dtype.itemsize
-
-
-class _GlobalList(list):
-    """``MessageLog.global_models`` in memory: a list of views into the log's store (``append``
-    copies the model into the store once)."""
-
-    def __init__(self, log: MessageLog):
-        super().__init__()
-        self._log = log
-
-    def append(self, theta: Tensor) -> None:
-        i = self._log._store.append(theta)
-        self._log._global_idx.append(i)
-        super().append(self._log._store.get(i))
-
-
-class _GlobalModels(Sequence):
-    """``MessageLog.global_models`` on disk: a read-only sequence that reads each model back."""
-
-    def __init__(self, log: MessageLog):
-        self._log = log
-
-    def __len__(self) -> int:
-        return len(self._log._global_idx)
-
-    def __getitem__(self, t):  # noqa: ANN001
-        if isinstance(t, slice):
-            return [self[i] for i in range(*t.indices(len(self)))]
-        return self._log._store.get(self._log._global_idx[t])
-
-    def append(self, theta: Tensor) -> None:
-        self._log._global_idx.append(self._log._store.append(theta))
-        self._log._last_global = theta.detach().clone() if self._log._store._fd is not None else None
-
-
-class MessageLog:
-    """Everything exchanged during a federated run.
-
-    Attributes:
-        global_models: θ^0, ..., θ^T: the global model at the start of each round and the
-            final one (``len == rounds + 1``); a list-like sequence of tensors.
-        participants: the sampled clients C_s^t of each round.
-        weights: the aggregation weights p_c (summing to 1).
-        n_samples: S_c of every client.
-        server_lr: the global learning rate η_g of the aggregation.
-
-    Storage: every model is stored once. A sent model equal to the round's global model (every
-    honest exchange) is not stored again but refers to it, so the log holds (T+1) global
-    models plus one returned model per recorded exchange (plus the forged sent models). With
-    ``directory`` the models live in a file there instead of in memory (for long runs); the
-    reading API (:meth:`exchange`, :meth:`client_messages`, ``global_models[t]``) is the same;
-    on disk ``global_models`` is a sequence rather than a list (``torch.stack`` needs
-    :meth:`global_trajectory`). Memory is measured by ``python -m flprivacy.experiments.bench_memory``
-    (``book/results/bench_memory.json``: 10 clients, a 69k-parameter float32 MLP, 1,000 rounds).
-    """
-
-    def __init__(self, n_clients: int, weights: Tensor, n_samples: list[int], server_lr: float,
-                 directory: str | Path | None = None):
-        self.n_clients = n_clients
-        self.weights = weights
-        self.n_samples = n_samples
-        self.server_lr = server_lr
-        self._store = _ModelStore(directory)
-        self._global_idx: list[int] = []
-        self._last_global: Tensor | None = None
-        self.global_models = _GlobalList(self) if directory is None else _GlobalModels(self)
-        self.participants: list[list[int]] = []
-        self._exchanges: dict[tuple[int, int], tuple[int, int, bool]] = {}
-
-    def __repr__(self) -> str:
-        return (f"MessageLog(rounds={self.rounds}, clients={self.n_clients}, "
-                f"recorded exchanges={len(self._exchanges)})")
-
-    @property
-    def rounds(self) -> int:
-        """Number of completed rounds T."""
-        return len(self.participants)
-
-    @property
-    def stored_models(self) -> int:
-        """How many model vectors the log holds (global, returned and forged sent models)."""
-        return self._store.n
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of model vectors held (in memory, or on disk with ``directory``)."""
-        return self._store.nbytes
-
-    def _global_equal(self, t: int, v: Tensor) -> bool:
-        if not 0 <= t < len(self._global_idx):
-            return False
-        g = self._last_global if (self._last_global is not None and t == len(self._global_idx) - 1) else self.global_models[t]
-        return g.shape == v.shape and g.dtype == v.dtype and bool(torch.equal(g, v))
-
-    def record(self, exchange: Exchange) -> None:
-        t, c = int(exchange.round), int(exchange.client)
-        if not exchange.forged and self._global_equal(t, exchange.sent):
-            sent = self._global_idx[t]
-        else:
-            sent = self._store.append(exchange.sent)
-        self._exchanges[(t, c)] = (sent, self._store.append(exchange.returned), bool(exchange.forged))
-
-    def _make(self, key: tuple[int, int]) -> Exchange:
-        sent, returned, forged = self._exchanges[key]
-        return Exchange(key[0], key[1], self._store.get(sent), self._store.get(returned), forged)
-
-    def exchange(self, round: int, client: int) -> Exchange:
-        """The exchange with ``client`` in ``round``."""
-        try:
-            return self._make((round, client))
-        except KeyError:
-            raise KeyError(
-                f"no recorded exchange for client {client} in round {round}: the client was not sampled "
-                "that round, or the run did not record it (see run_fedavg's record_clients/record_rounds)."
-            ) from None
-
-    def exchanges(self, client: int | None = None) -> list[Exchange]:
-        """All recorded exchanges (of one client if given), in round order."""
-        keys = sorted(k for k in self._exchanges if client is None or k[1] == client)
-        return [self._make(k) for k in keys]
-
-    def client_messages(self, client: int, rounds: Sequence[int] | None = None) -> ClientMessages:
-        """Stacked messages of one client (all its recorded rounds, or the given ones)."""
-        if isinstance(client, bool) or not isinstance(client, int) or not 0 <= client < self.n_clients:
-            raise ValueError(f"client must be in 0..{self.n_clients - 1}, got {client!r}.")
-        keys = sorted(k for k in self._exchanges if k[1] == client)
-        if rounds is not None:
-            wanted = set(int(r) for r in rounds)
-            keys = [k for k in keys if k[0] in wanted]
-        if not keys:
-            raise ValueError(f"client {client} has no recorded exchanges{'' if rounds is None else ' in those rounds'}.")
-        ex = [self._make(k) for k in keys]
-        return ClientMessages(
-            client=client,
-            rounds=torch.tensor([e.round for e in ex], dtype=torch.long),
-            sent=torch.stack([e.sent for e in ex]),
-            returned=torch.stack([e.returned for e in ex]),
-            forged=torch.tensor([e.forged for e in ex], dtype=torch.bool),
-        )
-
-    def last_returned(self, client: int, before: int | None = None) -> Tensor | None:
-        """The latest model ``client`` returned (before round ``before`` if given), or None."""
-        best = None
-        for (t, c) in self._exchanges:
-            if c == client and (before is None or t < before) and (best is None or t > best):
-                best = t
-        return None if best is None else self._store.get(self._exchanges[(best, client)][1])
-
-    def global_trajectory(self) -> Tensor:
-        """θ^0..θ^T stacked, shape (T+1, d)."""
-        return torch.stack(list(self.global_models))
-
-
 @dataclass
 class FLRun:
     """The result of :func:`run_fedavg`: the final global model θ^T and the message log."""
@@ -613,52 +348,35 @@ def run_fedavg(
         stack = LinearStack(model)
     p = client_weights(clients, weighting)
     log = MessageLog(len(clients), p, [c.n for c in clients], server_lr, directory=log_dir)
-    server_gen = generator(child_seed(seed, 1))
-    client_gens = [generator(child_seed(seed, 2, c)) for c in range(len(clients))]
+    server_gen = server_generator(seed)
+    client_gens = [client_generator(seed, c) for c in range(len(clients))]
     rec_c = None if record_clients is None else set(int(c) for c in record_clients)
     rec_t = None if record_rounds is None else set(int(t) for t in record_rounds)
 
     scale0, warned = max(float(theta.norm()), 1.0), False  # for the divergence warning
     for t in tqdm(range(rounds), desc="FedAvg rounds", disable=not progress, leave=False):
-        log.global_models.append(theta)
         if m == len(clients):
             sampled = list(range(len(clients)))
         else:
             sampled = sorted(torch.randperm(len(clients), generator=server_gen)[:m].tolist())
-        log.participants.append(sampled)
-
-        update = torch.zeros_like(theta)
-        total = 0.0
-        if batched:  # forge all, train all at once, then record and aggregate in the same order
-            forgeds = [adversary.forge(t, c, theta, log) if adversary is not None else None for c in sampled]
-            sents = [theta if f is None else f.detach().to(theta.dtype) for f in forgeds]
-            trained = [th[0] for th in local_sgd_many(stack, [s.unsqueeze(0) for s in sents],
+        log.begin_round(theta, sampled, adversary)
+        keep = [(rec_c is None or c in rec_c) and (rec_t is None or t in rec_t) for c in sampled]
+        if batched:  # forge all, train all at once, then record in the same order
+            sends = [log.sent_model(c) for c in sampled]
+            trained = [th[0] for th in local_sgd_many(stack, [s.unsqueeze(0) for s, _ in sends],
                                                       [clients[c] for c in sampled], local,
                                                       [client_gens[c] for c in sampled])]
-        for i, c in enumerate(sampled):
-            if batched:
-                forged, sent, returned = forgeds[i], sents[i], trained[i]
-            else:
-                forged = adversary.forge(t, c, theta, log) if adversary is not None else None
-                sent = theta if forged is None else forged.detach().to(theta.dtype)
+            for c, (sent, forged), returned, k in zip(sampled, sends, trained, keep):
+                log.record_reply(c, sent, returned, forged, keep=k)
+        else:
+            for c, k in zip(sampled, keep):
+                sent, forged = log.sent_model(c)
                 try:
                     returned = local(model, sent.clone(), clients[c], client_gens[c]).detach()
                 except NonFiniteError as e:
                     raise NonFiniteError(f"round {t}, client {c}: {e}") from None
-            if not bool(torch.isfinite(returned).all()):
-                raise NonFiniteError(
-                    f"round {t}, client {c}: the returned model is non-finite (NaN/inf); the local trainer diverged "
-                    f"(learning rate too large?){' on a forged model' if forged is not None else ''}.")
-            if (rec_c is None or c in rec_c) and (rec_t is None or t in rec_t):
-                log.record(Exchange(t, c, sent, returned, forged is not None))
-            if forged is None or adversary.aggregate_forged:
-                update += float(p[c]) * (returned - theta)
-                total += float(p[c])
-        if total > 0:
-            theta = theta + server_lr * update / total
-        if not bool(torch.isfinite(theta).all()):
-            raise NonFiniteError(f"round {t}: the aggregated global model is non-finite (NaN/inf) although every "
-                                 f"client returned a finite one; server_lr={server_lr} is likely too large.")
+                log.record_reply(c, sent, returned, forged, keep=k)
+        theta = log.close_round()
         if not warned and float(theta.norm()) > DIVERGENCE_FACTOR * scale0:
             warned = True
             lr = getattr(local, "lr", None)
@@ -668,7 +386,7 @@ def run_fedavg(
                 + (f" (client lr={lr}, server_lr={server_lr}); lower the learning rate" if lr is not None else
                    f" (server_lr={server_lr}); lower the local trainer's learning rate")
                 + " or standardise the features.", DivergenceWarning, stacklevel=2)
-    log.global_models.append(theta)
+    log.finish(theta)
     settings = dict(rounds=rounds, local=local, server_lr=server_lr, clients_per_round=clients_per_round,
                     weighting=weighting)
     return FLRun(theta=theta, log=log, model=model, seed=seed, settings=settings)

@@ -56,8 +56,9 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         "or `pip install -r requirements.txt -r requirements-flower.txt`."
     ) from e
 
-from .config import child_seed, generator
-from .federation import ClientData, Exchange, FLRun, LocalTrainer, MessageLog, client_weights
+from .config import client_generator
+from .federation import ClientData, FLRun, LocalTrainer, client_weights
+from .log import MessageLog
 from .models import FLModel
 from .threats import Adversary
 from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
@@ -121,7 +122,7 @@ def client_app(model: FLModel, clients: Sequence[ClientData], local: LocalTraine
     handler reads θ from the message, runs ``local(model, θ, clients[c], gen)`` and replies with
     the returned model and ``num-examples`` (FedAvg's weight: S_c, or 1 with
     ``weighting="uniform"``, as p_c of eq. 1). ``gen`` is client c's random stream, seeded as in
-    :func:`~flprivacy.federation.run_fedavg` (``child_seed(seed, 2, c)``) and kept across rounds
+    :func:`~flprivacy.federation.run_fedavg` (:func:`flprivacy.config.client_generator`) and kept across rounds
     in the node's ``Context.state``, so a Flower run and an in-process run shuffle identically.
     Its ``query`` handler answers the server's question "which partition do you hold?".
     """
@@ -150,7 +151,7 @@ def client_app(model: FLModel, clients: Sequence[ClientData], local: LocalTraine
     @app.train()
     def train(msg: Message, context: Context) -> Message:
         c = _partition(context)
-        gen = generator(child_seed(seed, 2, c))
+        gen = client_generator(seed, c)
         if "rng" in context.state.array_records:
             gen.set_state(torch.from_numpy(context.state.array_records["rng"]["state"].numpy().copy()))
         theta = from_arrays(model, msg.content.array_records[ARRAYS])
@@ -217,24 +218,21 @@ class RecordingStrategy(Strategy):
         t = server_round - 1
         theta = from_arrays(self.model, arrays)
         self._theta = theta
-        self.log.global_models.append(theta)
         messages = list(self.inner.configure_train(server_round, arrays, config, grid))
-        out, sampled, self._sent = [], [], {}
-        for msg in messages:
-            c = self.node_to_client[msg.metadata.dst_node_id]
-            sampled.append(c)
-            forged = self.adversary.forge(t, c, theta, self.log) if self.adversary is not None else None
-            if forged is None:
-                self._sent[c] = (theta, False)
+        sampled = [self.node_to_client[msg.metadata.dst_node_id] for msg in messages]
+        if self.log.begin_round(theta, sampled, self.adversary) != t:  # the log's write API owns the round's rules
+            raise RuntimeError(f"RecordingStrategy: Flower's round {server_round} is not the log's round {self.log.rounds - 1}.")
+        out, self._sent = [], {}
+        for msg, c in zip(messages, sampled):
+            sent, forged = self.log.sent_model(c)
+            self._sent[c] = (sent, forged)
+            if not forged:
                 out.append(msg)
                 continue
-            forged = self.model._as_theta(forged.detach(), "forged model")
             content = RecordDict({k: v for k, v in msg.content.items()})  # shallow copy: same config
-            content[ARRAYS] = to_arrays(self.model, forged)
-            self._sent[c] = (forged, True)
+            content[ARRAYS] = to_arrays(self.model, sent)
             out.append(Message(content, dst_node_id=msg.metadata.dst_node_id, message_type=msg.metadata.message_type,
                                group_id=msg.metadata.group_id))
-        self.log.participants.append(sorted(sampled))
         return out
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
@@ -247,16 +245,12 @@ class RecordingStrategy(Strategy):
                 raise RuntimeError(f"round {t}, client {c}: the ClientApp failed: {reply.error.reason}")
             sent, forged = self._sent[c]
             returned = from_arrays(self.model, reply.content.array_records[ARRAYS])
-            if not bool(torch.isfinite(returned).all()):
-                raise NonFiniteError(
-                    f"round {t}, client {c}: the returned model is non-finite (NaN/inf); the local trainer diverged "
-                    f"(learning rate too large?){' on a forged model' if forged else ''}.")
-            self.log.record(Exchange(t, c, sent, returned, forged))
-            if not forged or (self.adversary is not None and self.adversary.aggregate_forged):
+            if self.log.record_reply(c, sent, returned, forged):  # records; False: a forged reply kept out
                 kept.append(reply)
         missing = sorted(set(self._sent) - {self.node_to_client[m.metadata.src_node_id] for m in replies})
         if missing:
             raise RuntimeError(f"round {t}: no reply from clients {missing} (a node failed or timed out).")
+        self.log.close_round()  # the aggregate itself is the wrapped strategy's (Flower's FedAvg)
         if not kept:  # every reply was a forged one: θ stays (as in run_fedavg)
             return None, None
         arrays, metrics = self.inner.aggregate_train(server_round, kept)
@@ -277,7 +271,7 @@ class RecordingStrategy(Strategy):
         if self._theta is None:
             raise RuntimeError("RecordingStrategy.finish: no round was run.")
         self.clock.append(time.perf_counter())
-        self.log.global_models.append(self._theta)
+        self.log.finish(self._theta)
         return self._theta
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .federation import ClientMessages, MessageLog
+from .log import ClientMessages, MessageLog
 from .validation import check_int
 
 

@@ -25,7 +25,8 @@ import torch
 from torch import Tensor
 
 from ..config import child_seed, generator
-from ..federation import ClientData, LocalSGD, MessageLog, batch_schedule
+from ..federation import ClientData, LocalSGD
+from ..log import MessageLog
 from ..models import FLModel
 from ..threats import Adversary
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed

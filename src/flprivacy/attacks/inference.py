@@ -33,7 +33,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from ..config import generator as make_generator
-from ..federation import ClientMessages
+from ..log import ClientMessages
 from ..models import FLModel
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_seed
 from ..stack import LinearStack, _Linear

@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from ..config import generator as make_generator
-from ..federation import ClientMessages
+from ..log import ClientMessages
 from ..validation import as_tensor, check_finite, check_int, check_seed
 
 Messages = Union[ClientMessages, tuple[Tensor, Tensor]]
