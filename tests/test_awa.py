@@ -195,7 +195,12 @@ def test_awa_scenario_4_attacks_the_interpolated_first_epoch():
                          Q=Q, iterations=1, seed=0)
     layers = awa.model_layers(m)
     pred = th - local_sgd(m, th, _first_dummy(), y[orders[0]], lr=0.1, batch_size=2, shuffle=False)
-    target = (th - thn) / 2
+    # the interpolated target is (θ_t - θ_{t+1})/E; take the library's copy of it, because the dense
+    # layer's update of a softmax cross-entropy has mean 0 up to rounding (its gradient sums to 0 over
+    # classes), so eq. 25's e_mean of that layer is a ratio of rounding errors and a 1e-16 change in
+    # the target can flip which layers eq. 28 selects
+    target = awa.interpolate(th, thn, 2)[1][0]
+    assert torch.allclose(target, (th - thn) / 2, rtol=0, atol=1e-15)
     w = awa.linear_weights(layers, 3.0, 2.0, 5.0)
     w[awa.enhanced_layers(pred, target, layers, 0.3, 0.4)] = 9.0
     assert rec.settings["approximate"] is True
@@ -289,3 +294,54 @@ def test_tune_weights_with_pruning_records_stopped_trials():
         assert stopped == (it < 6) and it % 2 == 0 and 2 <= it <= 6
     assert not res.stopped[0]  # nothing to compare the first trial with
     assert res.total_iterations == sum(res.iterations) + 2
+
+
+# ---- the enqueued Q = 1 trial (DLG's loss) and the resumable study ------------------------------------
+def _case1_problem():
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=1, batches=1, seed=0)
+    return m, th, thn, dict(labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=1, batches=1)
+
+
+def test_first_trial_is_unweighted_and_equals_dlg():
+    """Trial 0 is Q = 1 (all layer weights 1, no enhanced layer): eq. 23 is then eq. 10, so with the
+    same dummy start and budget its f(Q) is DLG's eq. 33 objective, to float64 rounding."""
+    m, th, thn, kw = _case1_problem()
+    res = awa.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=3, trial_iterations=3, seed=4, **kw)
+    assert res.params[0] == awa.UNWEIGHTED
+    assert awa.AWAWeights(**awa.UNWEIGHTED) == awa.AWAWeights()  # the default Q is DLG's loss
+    assert res.unweighted_value == res.values[0]
+    dlg = awa.dlg_attack(m, th, thn, iterations=3, seed=4, **kw)
+    assert math.isclose(res.unweighted_value, dlg.settings["objective"], rel_tol=1e-9)
+    assert res.settings["enqueue_unweighted"] is True
+    # the other start-up trials stay random, inside Table II's box and away from its corner
+    assert all(p != awa.UNWEIGHTED for p in res.params[1:])
+    off = awa.tune_weights(m, th, thn, n_trials=2, n_startup_trials=2, iterations=2, trial_iterations=2, seed=4,
+                           enqueue_unweighted=False, **kw)
+    assert off.unweighted_value is None and awa.UNWEIGHTED not in off.params
+
+
+def test_dlg_objective_is_eq_33_of_its_reconstruction():
+    m, th, thn, kw = _case1_problem()
+    rec = awa.dlg_attack(m, th, thn, iterations=2, seed=1, **kw)
+    pred = awa.replay(m, th, rec.images, kw["labels"], lr=0.1, batches=1).detach()
+    assert math.isclose(rec.settings["objective"], float(((pred - (th - thn)) ** 2).sum()), rel_tol=1e-12)
+
+
+def test_study_in_sqlite_resumes(tmp_path):
+    """A study stored in SQLite resumes: a second call runs only the missing trials, keeps the first
+    trials' values, and does not enqueue Q = 1 again."""
+    m, th, thn, kw = _case1_problem()
+    db = tmp_path / "awa.db"
+    common = dict(n_startup_trials=2, iterations=2, trial_iterations=2, seed=0, storage=db, study_name="s", **kw)
+    first = awa.tune_weights(m, th, thn, n_trials=2, **common)
+    assert db.is_file()
+    second = awa.tune_weights(m, th, thn, n_trials=3, **common)
+    assert second.values[:2] == first.values and len(second.values) == 3
+    assert second.params[0] == awa.UNWEIGHTED and awa.UNWEIGHTED not in second.params[1:]
+    assert second.iterations == [2, 2, 2]
+    with pytest.raises(FileNotFoundError, match="storage"):
+        awa.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": tmp_path / "no" / "x.db"})
+    with pytest.raises(TypeError, match="storage"):
+        awa.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": 3})

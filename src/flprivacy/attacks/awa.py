@@ -31,6 +31,7 @@ Labels are known to the attacker, as in Song §5.1.
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -41,13 +42,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import generator as make_generator
+from ..ledger.song import TABLE_II as _SONG_TABLE_II
 from ..federation import local_sgd
 from ..models import FLModel
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 from .inversion import Reconstruction, decode_dummy, dummy_latent, update_distance
 
 __all__ = [
-    "AWAWeights", "Layer", "PAPER_SCENARIOS", "Scenario", "TABLE_II", "WeightSearch", "agic_attack", "awa_attack",
+    "AWAWeights", "Layer", "PAPER_SCENARIOS", "Scenario", "TABLE_II", "UNWEIGHTED", "WeightSearch", "agic_attack", "awa_attack",
     "client_update", "dlg_attack", "enhanced_layers", "interpolate", "layer_weights", "linear_weights",
     "model_layers", "replay", "replay_gap", "tune_weights", "weighted_distance",
 ]
@@ -344,9 +346,12 @@ class AWAWeights:
         return {k: float(getattr(self, k)) for k in ("q_cv", "q_bn", "q_fc", "q_en", "p_mean", "p_var")}
 
 
-#: The search ranges of Q (Song Table II).
-TABLE_II: dict[str, tuple[float, float]] = {"q_cv": (1.0, 1000.0), "q_bn": (1.0, 1000.0), "q_fc": (1.0, 1000.0),
-                                            "q_en": (1.0, 1000.0), "p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}
+#: The search ranges of Q (Song Table II; the paper's numbers live in :mod:`flprivacy.ledger.song`).
+TABLE_II: dict[str, tuple[float, float]] = dict(_SONG_TABLE_II)
+
+#: Q = (1, 1, 1, 1, 0, 0): every layer weight 1 and no enhanced layer (⌈0·L⌉ = 0), so eq. 23 is DLG's
+#: unweighted eq. 10. It is the corner of Table II's box where AWA's loss is DLG's.
+UNWEIGHTED: dict[str, float] = {"q_cv": 1.0, "q_bn": 1.0, "q_fc": 1.0, "q_en": 1.0, "p_mean": 0.0, "p_var": 0.0}
 
 
 def layer_weights(pred: Tensor, target: Tensor, layers: Sequence[Layer], Q: AWAWeights) -> Tensor:
@@ -542,7 +547,8 @@ def dlg_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Ten
                seed: int = 0) -> Reconstruction:
     """DLG as Song et al. run it (§5.2): the unweighted squared L2 loss eq. 10 on the exactly
     replayed update G_t, labels known, Adam. Raises :class:`ValueError` in Scenario 4, which has
-    no exact replay ("DLG encounters difficulties", Table IV's dashes)."""
+    no exact replay ("DLG encounters difficulties", Table IV's dashes). ``settings["objective"]``
+    is eq. 33's f for DLG's reconstruction, comparable with AWA's."""
     where = "dlg_attack"
     check_seed("seed", seed, where)
     check_positive("attack_lr", attack_lr, where)
@@ -553,7 +559,9 @@ def dlg_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Ten
                      loss_fn=lambda p, t: update_distance(p, t, "l2"), lr=pb.lr, batches=pb.batches,
                      epochs=pb.epochs, attack_lr=attack_lr, iterations=iterations, seed=seed)
     rec.settings = dict(method="DLG", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,
-                        iterations=iterations, iterations_run=done, seed=seed)
+                        iterations=iterations, iterations_run=done, seed=seed,
+                        objective=_objective(model, pb.start, pb.target, rec.images, pb.labels, lr=pb.lr,
+                                             batches=pb.batches, epochs=pb.epochs))
     return rec
 
 
@@ -597,12 +605,14 @@ class WeightSearch:
 
     Attributes:
         best: Q* (Song Alg. 2, line 15).
-        values: f(Q_i) of every trial (eq. 33; a trial stopped early reports its value then).
+        values: f(Q_i) of every completed trial (eq. 33; a trial stopped early reports its value then).
         iterations: attack iterations each trial ran.
         stopped: whether each trial was stopped early by the pruner.
         params: Q_i of every trial.
         reconstruction: the final attack with Q* (Alg. 2, line 16).
         seconds: wall-clock time of the trials (``search_seconds``) and of the final attack.
+        unweighted_value: f(Q) of the trial at Q = :data:`UNWEIGHTED` (DLG's loss, eq. 10), enqueued as
+            the first trial; ``None`` when it was not evaluated.
     """
 
     best: AWAWeights
@@ -614,6 +624,7 @@ class WeightSearch:
     search_seconds: float
     final_seconds: float
     settings: dict = field(default_factory=dict)
+    unweighted_value: float | None = None
 
     @property
     def total_iterations(self) -> int:
@@ -629,11 +640,29 @@ class WeightSearch:
         return out
 
 
+def _storage_url(storage: str | os.PathLike | None, where: str) -> str | None:
+    """An Optuna RDB storage URL: a path becomes ``sqlite:///<absolute path>``; a URL is kept."""
+    if storage is None:
+        return None
+    if not isinstance(storage, (str, os.PathLike)) or not str(storage).strip():
+        raise TypeError(f"{where}: storage must be a path to an SQLite file or an Optuna storage URL "
+                        f"(e.g. 'sqlite:///awa.db'); got {storage!r}.")
+    text = str(storage)
+    if "://" in text:
+        return text
+    path = os.path.abspath(os.fspath(storage))
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"{where}: storage={text!r}: the folder {parent} does not exist; create it first.")
+    return f"sqlite:///{path}"
+
+
 def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Tensor, image_shape: Sequence[int],
                  lr: float, epochs: int = 1, batches: int = 1, n_trials: int = 50, n_startup_trials: int = 12,
                  iterations: int = 1000, trial_iterations: int | None = None, prune: bool = False,
                  report_every: int = 50, epoch: int = 1, approximate: bool | None = None, attack_lr: float = 0.1,
-                 seed: int = 0, progress: bool = False,
+                 seed: int = 0, progress: bool = False, enqueue_unweighted: bool = True,
+                 storage: str | os.PathLike | None = None, study_name: str = "awa",
                  callback: Callable[[int, Tensor], None] | None = None) -> WeightSearch:
     """Song Alg. 2: Bayesian optimisation of Q over Table II, then the final attack with Q*.
 
@@ -644,6 +673,17 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     L-BFGS-B. Every trial starts from the same dummy (``seed``), so f is deterministic.
     Song's protocol is ``n_trials=50, n_startup_trials=12`` with ``trial_iterations =
     iterations = 1000``: 51,000 attack iterations.
+
+    ``enqueue_unweighted=True`` (not in the paper) makes the first trial Q = :data:`UNWEIGHTED`,
+    all weights 1: eq. 23 is then DLG's eq. 10, a corner of Table II's box that uniform draws
+    never reach. It counts as one of the ``n_startup_trials`` (the others stay random), its
+    f is :attr:`WeightSearch.unweighted_value`, and Q* beats DLG's loss only if
+    ``min(values) < unweighted_value``.
+
+    ``storage`` (a path to an SQLite file, or an Optuna storage URL) keeps the study in Optuna's
+    RDB storage under ``study_name``: a second call with the same storage and name resumes it,
+    running only the trials still missing to ``n_trials`` (the unweighted trial is enqueued only
+    in a new study), and the file can be inspected with Optuna's tools.
 
     Speed-ups (not in the paper): ``trial_iterations < iterations`` shortens the trials only;
     ``prune=True`` stops a trial when its eq. 33 distance after ``report_every`` iterations is
@@ -664,6 +704,12 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                                                                              where, minimum=1)
     check_int("report_every", report_every, where, minimum=1)
     check_positive("attack_lr", attack_lr, where)
+    if not isinstance(enqueue_unweighted, bool):
+        raise TypeError(f"{where}: enqueue_unweighted must be True or False; got {enqueue_unweighted!r}.")
+    if not isinstance(study_name, str) or not study_name.strip():
+        raise ValueError(f"{where}: study_name must be a non-empty string naming the study in storage; "
+                         f"got {study_name!r}.")
+    url = _storage_url(storage, where)
     pb = _problem(model, theta, theta_next, labels, image_shape, lr=lr, epochs=epochs, batches=batches, epoch=epoch,
                   approximate=approximate, where=where)
     with warnings.catch_warnings():
@@ -672,8 +718,6 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                                             deterministic_objective=True)
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=0)
               if prune else optuna.pruners.NopPruner())
-    iters: list[int] = []
-    stopped: list[bool] = []
 
     def objective(trial: optuna.Trial) -> float:
         Q = AWAWeights(**{k: trial.suggest_float(k, lo, hi) for k, (lo, hi) in TABLE_II.items()})
@@ -684,8 +728,8 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
 
         rec, done = _awa_run(model, pb, image_shape, Q, attack_lr=attack_lr, iterations=trial_iterations, seed=seed,
                              report=report, report_every=report_every)
-        iters.append(done)
-        stopped.append(done < trial_iterations)
+        trial.set_user_attr("iterations", done)
+        trial.set_user_attr("stopped", done < trial_iterations)
         value = rec.settings["objective"]
         if not math.isfinite(value):
             raise NonFiniteError(f"tune_weights: trial {trial.number} gave a non-finite objective; lower attack_lr.")
@@ -697,18 +741,28 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
-            study.optimize(objective, n_trials=n_trials, show_progress_bar=progress)
+            study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner, storage=url,
+                                        study_name=study_name if url else None, load_if_exists=url is not None)
+            complete = optuna.trial.TrialState.COMPLETE
+            if enqueue_unweighted and not study.trials:
+                study.enqueue_trial(dict(UNWEIGHTED))
+            remaining = n_trials - len(study.get_trials(deepcopy=False, states=(complete,)))
+            if remaining > 0:
+                study.optimize(objective, n_trials=remaining, show_progress_bar=progress)
     finally:
         optuna.logging.set_verbosity(verbosity)
     search_seconds = time.perf_counter() - t0
-    trials = study.trials
+    trials = study.get_trials(deepcopy=False, states=(complete,))
     best = AWAWeights(**study.best_params)
+    unweighted = [t.value for t in trials if t.params == UNWEIGHTED]
     rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,
                       callback=callback)
-    return WeightSearch(best=best, values=[float(t.value) for t in trials], iterations=iters, stopped=stopped,
+    return WeightSearch(best=best, values=[float(t.value) for t in trials],
+                        iterations=[int(t.user_attrs["iterations"]) for t in trials],
+                        stopped=[bool(t.user_attrs["stopped"]) for t in trials],
                         params=[dict(t.params) for t in trials], reconstruction=rec, search_seconds=search_seconds,
-                        final_seconds=rec.seconds,
+                        final_seconds=rec.seconds, unweighted_value=float(unweighted[0]) if unweighted else None,
                         settings=dict(n_trials=n_trials, n_startup_trials=n_startup_trials, iterations=iterations,
                                       trial_iterations=trial_iterations, prune=prune, report_every=report_every,
-                                      epochs=epochs, batches=batches, lr=lr, attack_lr=attack_lr, seed=seed))
+                                      epochs=epochs, batches=batches, lr=lr, attack_lr=attack_lr, seed=seed,
+                                      enqueue_unweighted=enqueue_unweighted, storage=url, study_name=study_name))
