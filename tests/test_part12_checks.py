@@ -105,3 +105,58 @@ def test_partial_participation_uses_renormalised_weights():
         p = torch.stack([log.weights[c] for c in sampled])
         upd = sum(float(w) * (log.exchange(t, c).returned - log.global_models[t]) for w, c in zip(p / p.sum(), sampled))
         assert torch.allclose(log.global_models[t + 1], log.global_models[t] + 0.7 * upd, rtol=0, atol=1e-12)
+
+
+# ---- the ledger's Part II rows (flprivacy.ledger.xu_neglia, .diana_reconstruction) -------------------------------
+
+
+def test_table1_rules_reproduce_the_paper_on_its_own_numbers():
+    """§4's four claims, decided by the ledger's rules on Table 1 as printed, must all hold: a rule
+    that rejects the paper's own numbers is a wrong rule (e.g. a gain threshold or a trend sign flipped)."""
+    from flprivacy.ledger.xu_neglia import PAPER_TABLE1, TABLE1_CLAIMS, table1_claims
+
+    steps = sorted(PAPER_TABLE1)
+    t = {"steps": steps, "clients": list(range(5)),
+         "acc": {(s, m): list(v) for s in steps for m, v in PAPER_TABLE1[s].items()},
+         "gains": {(s, c): PAPER_TABLE1[s]["decoded"][c] - PAPER_TABLE1[s]["last returned"][c]
+                   for s in steps for c in range(5)}}
+    claims = table1_claims(t)
+    assert [c["result_id"] for c in claims] == list(TABLE1_CLAIMS)
+    assert all(c["verdict"].ok for c in claims), [(c["result_id"], c["verdict"].reason) for c in claims]
+    # and the same rules reject the opposite: decoded and last returned swapped
+    swapped = {**t, "acc": {(s, m): list(PAPER_TABLE1[s]["decoded" if m == "last returned" else "last returned"])
+                            for s in steps for m in PAPER_TABLE1[s]},
+               "gains": {k: -v for k, v in t["gains"].items()}}
+    assert not table1_claims(swapped)[1]["verdict"].ok
+
+
+def test_table1_numbers_means_per_client_and_over_clients():
+    """Table 1's cells are means over runs of per-client accuracies (in %), the last column the mean of the five."""
+    from flprivacy.ledger.xu_neglia import table1_numbers
+
+    recs = [{"seed": s, "local_steps": 1, "client": c, "acc_last_returned": 0.1 * c + 0.01 * s,
+             "acc_decoded": 0.5} for s in (0, 1) for c in range(5)]
+    t = table1_numbers(recs)
+    assert t["seeds"] == 2
+    assert t["acc"][(1, "last returned")] == pytest.approx([0.5, 10.5, 20.5, 30.5, 40.5, 20.5])
+    assert t["gains"][(1, 4)] == pytest.approx(50 - 40.5)
+
+
+def test_part2_ledger_live_checks():
+    """Obs. 1-2 / Props. 2-3 / Alg. 3 hold on the ledger's own instances, and each check is cheap (they run at
+    every ledger build)."""
+    import time
+
+    from flprivacy.ledger import diana_reconstruction as D
+    from flprivacy.ledger import xu_neglia as X
+
+    for fn in (X.exact_recovery_live, X.hard_instance_live, X.affine_mapping_live, D.alg3_live):
+        fn.cache_clear()
+        t0 = time.perf_counter()
+        fn()
+        assert time.perf_counter() - t0 < 10, fn.__name__  # 2 s on one core; 10 s leaves room for a busy machine
+    rows = {r.result_id: r for r in X._live_rows() + D._live_rows()}
+    bad = {k: r.reason for k, r in rows.items() if r.status not in ("reproduced", "not run")}
+    assert not bad, bad
+    hard = X.hard_instance_live()
+    assert all(hard["same"][: hard["d"] - 1]) and not any(hard["same"][hard["d"] - 1:])

@@ -58,7 +58,7 @@ def local_optimum(data: ClientData) -> Tensor:
 # ---- the papers' settings, per experiment ------------------------------------------------------
 # Values the paper states are plain; values it leaves open are chosen by us and listed in "ours".
 SETTINGS: dict[str, dict] = {
-    # Diana et al. 2025, App. B.2 and Fig. 2
+    # Diana et al. 2025, App. B.3 and Fig. 2
     "toy_fig2": {
         "n_clients": 2, "n_samples": 1024, "n_uniform": 9, "noise_std": 0.1, "d": 11,
         "epochs": 1, "batch_sizes": (64, 256, 1024), "rounds": 300, "seeds": 5,

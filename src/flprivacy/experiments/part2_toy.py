@@ -9,7 +9,7 @@ eavesdropper sees only rounds 0, 20, ..., 220 (d+1 = 12 messages) of each client
 then the model-based AIA (eq. 3) on the reconstructed model. Settings: ``SETTINGS["toy_fig2"]``
 in :mod:`.part2_common`. Writes ``book/results/part2_toy_fig2.json``.
 
-App. B.2 can be read two ways, and the result depends on it: each client draws its *own*
+App. B.3 can be read two ways, and the result depends on it: each client draws its *own*
 θ* ~ N(0, I) (``reading="per-client"``, as :func:`flprivacy.data.toy_least_squares` does), or one
 θ* generates both clients' labels (``reading="shared"``). Both are run.
 """
@@ -35,7 +35,7 @@ READINGS = ("per-client", "shared")
 
 
 def toy_clients(seed: int, reading: str = "per-client") -> list[ClientData]:
-    """The toy federation of App. B.2. ``"per-client"``: :func:`flprivacy.data.toy_least_squares`
+    """The toy federation of App. B.3. ``"per-client"``: :func:`flprivacy.data.toy_least_squares`
     (each client its own θ*); ``"shared"``: the same features, labels y = x θ* + ε from one
     θ* ~ N(0, I_11) for both clients (noise standard deviation 0.1)."""
     s = SETTINGS["toy_fig2"]
