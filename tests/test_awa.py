@@ -345,3 +345,27 @@ def test_study_in_sqlite_resumes(tmp_path):
         awa.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": tmp_path / "no" / "x.db"})
     with pytest.raises(TypeError, match="storage"):
         awa.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": 3})
+
+
+# ---- the ledger's rows for Song et al. ----------------------------------------------------------------
+def test_song_ledger_rows():
+    """One row per numbered result; the propositions hold live; Table IV's 33 cells (DLG has none in
+    case 4) are never scored on the quick-scale file, a different model."""
+    from flprivacy.experiments import result_path
+    from flprivacy.ledger import song
+
+    rows = song.rows()
+    ids = [r.result_id for r in rows]
+    assert len(ids) == len(set(ids)) >= 50
+    t4 = [r for r in rows if r.result_id.startswith("Song Table IV case") and "(no result)" not in r.result_id]
+    assert len(t4) == 3 * (3 + 3 + 3 + 2) == 33
+    if not result_path("awa_table4", "paper").is_file():
+        assert {r.status for r in t4} == {"not run"}
+        assert all("quick" in r.ours or not r.ours for r in t4)
+    live = {r.result_id: r for r in rows if r.file == "live"}
+    for rid in ("Song §3 Scenario 1 (E=1, B=1) exact replay", "Song §3 Scenario 4 (E>1, B>1) no exact replay",
+                "Song eq. 23 layer-weighted loss", "Song eq. 24 linearly increasing layer weights",
+                "Song eq. 25-30 enhanced layers", "Song eq. 39 expected improvement"):
+        assert live[rid].status == "reproduced", (rid, live[rid].reason)
+    assert {r.status for r in rows if r.result_id.startswith("Song Table III")} == {"not covered"}
+    assert awa.TABLE_II == song.TABLE_II and awa.AWAWeights(**song.TABLE_III["case 1"]).q_en == 946.44

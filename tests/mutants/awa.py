@@ -2,19 +2,22 @@
 
 Run from the repository root:
 
-    PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/awa.py --json /tmp/awa_mut.json
+    PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/awa.py --json awa_mut.json
 
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 Not listed (equivalent): AGIC's step size η E B; a single step's direction does not depend on
 its size and AGIC's loss is a cosine per layer, so any step size gives the same attack.
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 AWA = "src/flprivacy/attacks/awa.py"
 MOD = "src/flprivacy/models.py"
+SONG = "src/flprivacy/ledger/song.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_awa.py"]
 
 MUTANTS = [
@@ -82,12 +85,27 @@ MUTANTS = [
     Mutant("dlg_runs_case4", AWA, "approximate=False, where=where)\n    rec, done = _run(",
            "approximate=None, where=where)\n    rec, done = _run(", "§5.2: DLG has no approximation for case 4"),
     # ---- BO -----------------------------------------------------------------------------------------
-    Mutant("table2_p_range", AWA, '"p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}', '"p_mean": (0.0, 1.0), "p_var": (0.0, 1.0)}',
+    Mutant("table2_p_range", SONG, '"p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}', '"p_mean": (0.0, 1.0), "p_var": (0.0, 1.0)}',
            "Table II: p in [0, 0.5]"),
     Mutant("final_attack_trial_length", AWA,
            "rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,",
            "rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=trial_iterations, seed=seed,",
            "Alg. 2 line 16: the final attack runs the full number of iterations"),
+    # ---- the enqueued Q = 1 trial (DLG's loss) and the resumable study ------------------------------
+    Mutant("no_unweighted_trial", AWA, "                study.enqueue_trial(dict(UNWEIGHTED))\n",
+           "                pass\n", "trial 0 must be Q = 1, DLG's eq. 10"),
+    Mutant("unweighted_enhances", AWA, '"q_en": 1.0, "p_mean": 0.0, "p_var": 0.0}',
+           '"q_en": 1.0, "p_mean": 0.1, "p_var": 0.1}', "Q = 1 has no enhanced layer (⌈0·L⌉ = 0)"),
+    Mutant("unweighted_value_wrong_trial", AWA, "unweighted = [t.value for t in trials if t.params == UNWEIGHTED]",
+           "unweighted = [t.value for t in trials if t.params != UNWEIGHTED]", "f(1) is the Q = 1 trial's value"),
+    Mutant("enqueue_on_resume", AWA, "if enqueue_unweighted and not study.trials:", "if enqueue_unweighted:",
+           "a resumed study does not evaluate Q = 1 again"),
+    Mutant("resume_reruns_all", AWA, "remaining = n_trials - len(study.get_trials(deepcopy=False, states=(complete,)))",
+           "remaining = n_trials", "a resumed study runs only the missing trials"),
+    Mutant("dlg_objective_halved", AWA,
+           'method="DLG", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,\n                        iterations=iterations, iterations_run=done, seed=seed,\n                        objective=_objective(model, pb.start, pb.target, rec.images,',
+           'method="DLG", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,\n                        iterations=iterations, iterations_run=done, seed=seed,\n                        objective=_objective(model, pb.start, pb.target, rec.images * 0.5,',
+           "DLG's eq. 33 is scored on its own reconstruction"),
     # ---- BatchNorm ----------------------------------------------------------------------------------
     Mutant("bn_running_stats", MOD, "return nn.BatchNorm2d(channels, track_running_stats=False, dtype=dtype)",
            "return nn.BatchNorm2d(channels, dtype=dtype)", "FLModel: BatchNorm with batch statistics only"),
