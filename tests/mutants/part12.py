@@ -7,24 +7,28 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 FED = "src/flprivacy/federation.py"
+LOG = "src/flprivacy/log.py"
 REC = "src/flprivacy/attacks/reconstruction.py"
 BND = "src/flprivacy/bounds.py"
 SYN = "src/flprivacy/data/synthetic.py"
 P2C = "src/flprivacy/experiments/part2_common.py"
+XUL = "src/flprivacy/ledger/xu_neglia.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_federation.py", "tests/test_reconstruction.py", "tests/test_part2_common.py",
          "tests/test_metrics.py", "tests/test_data.py", "tests/test_part12_checks.py"]
 
 MUTANTS = [
     # ---- Alg. 1 (server): θ^{t+1} = θ^t + η_g Σ p̃_c (θ_c - θ^t), p̃_c = p_c / Σ_{sampled} p ------------------
-    Mutant("aggregation_not_renormalised", FED, "theta = theta + server_lr * update / total",
-           "theta = theta + server_lr * update", "Alg. 1: weights p_c not renormalised over the sampled clients"),
-    Mutant("server_lr_dropped", FED, "theta = theta + server_lr * update / total", "theta = theta + update / total",
-           "Alg. 1: global learning rate η_g ignored"),
+    Mutant("aggregation_not_renormalised", LOG, 'theta = theta + self.server_lr * rnd["update"] / rnd["total"]',
+           'theta = theta + self.server_lr * rnd["update"]', "Alg. 1: weights p_c not renormalised over the sampled clients"),
+    Mutant("server_lr_dropped", LOG, 'theta = theta + self.server_lr * rnd["update"] / rnd["total"]',
+           'theta = theta + rnd["update"] / rnd["total"]', "Alg. 1: global learning rate η_g ignored"),
     Mutant("size_weights_uniform", FED, "w = torch.tensor([c.n for c in clients], dtype=torch.float64)",
            "w = torch.ones(len(clients), dtype=torch.float64)", "eq. 1: p_c ∝ S_c replaced by 1/|C|"),
     # ---- Alg. 2 (client): K = E⌈S_c/B⌉ steps of mini-batch SGD, reshuffled every epoch ------------------------
@@ -66,4 +70,13 @@ MUTANTS = [
     # ---- LEAF generator (Caldas et al. App. A) -----------------------------------------------------------------
     Mutant("leaf_label_noise_scale", SYN, "rng.normal(0, 0.1, (n, n_classes))", "rng.normal(0, 1.0, (n, n_classes))",
            "LEAF: label noise ξ ~ N(0, 0.1²)"),
+    # ---- the ledger's Table 1 rules (Xu & Neglia §4) -----------------------------------------------------------
+    Mutant("table1_gain_sign", XUL, "gain = [b - a for a, b in zip(last, dec)]", "gain = [a - b for a, b in zip(last, dec)]",
+           "§4: the gain of decoding is decoded minus last returned"),
+    Mutant("table1_trend_sign", XUL, 'verdict=trend(steps, last, expected=1, what="mean accuracy of the last returned model")',
+           'verdict=trend(steps, last, expected=-1, what="mean accuracy of the last returned model")',
+           "§4: the last returned model fits better with more local steps (rising)"),
+    Mutant("table1_mean_column", XUL, "acc[(s, m)] = per + [mean(per)]", "acc[(s, m)] = per + [max(per)]",
+           "Table 1's last column is the mean over the five clients"),
+    Mutant("table1_percent", XUL, "per = [100 * mean(", "per = [mean(", "Table 1 is in percent"),
 ]
