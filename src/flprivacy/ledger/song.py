@@ -274,7 +274,8 @@ def _cost_text(cost: Mapping[str, Any] | None) -> str:
     d = cost["data"]
     return (f"the paper's protocol (ResNet-18, 4 cases, DLG + AGIC + 50 BO trials of 1,000 iterations + the final "
             f"attack) needs {d['protocol_iterations']:,} attack iterations at {d['seconds_per_iteration_min']:.2f}-"
-            f"{d['seconds_per_iteration_max']:.2f} s each on {d['threads']} CPU thread(s), about "
+            f"{d['seconds_per_iteration_max']:.2f} s each on {d['threads']} CPU thread{'s' if d['threads'] != 1 else ''}, "
+            f"about "
             f"{d['protocol_cpu_hours']:.0f} hours (awa_table4_cost.json); a GPU run is needed")
 
 
