@@ -4,9 +4,10 @@ The single home of this part's claims (:data:`QUOTES`) and :func:`rows`, one
 :class:`~flprivacy.ledger.Row` per numbered result: Alg. 3 (the passive least-squares estimator;
 the book numbers it as the arXiv version does, Alg. 2 in the AAAI text), Theorem 1 (the bound,
 and the dependences the paper reads from it), Propositions 2 and 3, App. B.3's conditioning
-remark, App. C.1's choice of messages, and Fig. 2's two panels.
+remark, App. C.1's choice of messages, Fig. 2's two panels, and App. A's Lemma 2 and closed form
+of λ_min(W).
 
-Props. 2-3 and Alg. 3 are checked live on small float64 instances, seeded (the same instances as
+Props. 2-3, Alg. 3 and Lemma 2 are checked live on small float64 instances, seeded (the same instances as
 Xu & Neglia's Observations 1-2, :mod:`.xu_neglia`); Theorem 1 reads ``part2_theorem1.json``,
 Fig. 2 and App. B.3 ``part2_toy_fig2.json``, App. C.1 ``part2_subset_benchmark.json``.
 """
@@ -48,6 +49,9 @@ QUOTES: dict[str, str] = {
                       "server Ω(d) times for the global model to be learned",
     "Prop. 3 messages": "the adversary needs to eavesdrop at least Ω(d) messages from this client to reconstruct her "
                         "optimal local model",
+    "Lemma 2": "let A be a symmetric positive definite matrix; I - (I - A)^n is invertible for n >= 0 (App. A, used "
+               "with A = 2η/S_c H to invert W)",
+    "A.1 W": "λ_min(W) = 1 - (1 - 2η/S_c λ_min(H))^(E⌈S_c/b⌉) (App. A.1, from H = UΛUᵀ)",
     "B.3": "for the full batch scenario, numerical inversion errors ... when Θ_out is ill-conditioned: in Figure 2, "
            "||θ̂* - θ*||₂ is close to but not exactly equal to zero when B = S_c",
     "C.1": "we randomly sample 10^7 sets of size d+1 and choose the one which minimizes the condition number of "
@@ -98,6 +102,36 @@ def alg3_live() -> dict[str, Any]:
                           formula_gap=(formula - lsq.theta).norm().item() / scale,
                           allowed=100 * lsq.cond ** 2 * eps))
     return {"cases": cases}
+
+
+@functools.lru_cache(maxsize=1)
+def lemma2_live() -> dict[str, Any]:
+    """App. A's Lemma 2 and the closed form of λ_min(W) (App. A.1) on random SPD H (d = 5), with
+    A = 2η/S_c H at η = f S_c/(2λ_max(H)), f ∈ {0.1, 0.5, 1} (Theorem 1's step-size condition),
+    K ∈ {1, 2, 7}: the smallest eigenvalue of I - (I - A)^K against the formula; and the lemma as
+    stated at two points it does not exclude: n = 0, and A = 2I with n = 2."""
+    import torch
+
+    from ..bounds import lambda_min_W
+    from ..config import generator
+
+    cases = []
+    for seed in range(3):
+        g = generator(70 + seed)
+        X = torch.randn(20, 5, generator=g, dtype=torch.float64)
+        H = X.T @ X
+        eig = torch.linalg.eigvalsh(H)
+        for f in (0.1, 0.5, 1.0):
+            eta = f * 20 / (2 * eig[-1].item())
+            for K in (1, 2, 7):
+                I = torch.eye(5, dtype=torch.float64)
+                W = I - torch.linalg.matrix_power(I - 2 * eta / 20 * H, K)
+                lw = torch.linalg.eigvalsh(W)[0].item()
+                cases.append(dict(lw=lw, formula=lambda_min_W(eta, eig[0].item(), 20, K)))
+    I = torch.eye(3, dtype=torch.float64)
+    stated = {"n = 0": torch.linalg.matrix_rank(I - torch.linalg.matrix_power(I - I, 0)).item() == 3,
+              "A = 2I, n = 2": torch.linalg.matrix_rank(I - torch.linalg.matrix_power(I - 2 * I, 2)).item() == 3}
+    return {"cases": cases, "stated": stated}
 
 
 # ---- result files --------------------------------------------------------------------------------------------------
@@ -153,6 +187,7 @@ def _live_rows() -> list[Row]:
     from .xu_neglia import EXACT_C, exact_recovery_live, hard_instance_live
 
     a3 = alg3_live()["cases"]
+    lem = lemma2_live()
     ex = exact_recovery_live()["cases"]
     hard = hard_instance_live()
     d, same = hard["d"], hard["same"]
@@ -184,6 +219,24 @@ def _live_rows() -> list[Row]:
             verdict=combine(bound(sum(same[:d - 1]), d - 1, what="identical before round d-1"),
                             bound(sum(not s for s in same[d - 1:]), len(same) - d + 1, what="different after")),
             chapter=CH_LOWER),
+        row(**common, result_id="Diana App. A Lemma 2 W invertible", claim=QUOTES["Lemma 2"],
+            paper_value="invertible for every n >= 0 and SPD A",
+            ours=f"{len(lem['cases'])} cases with A = 2η/S_c H, η <= S_c/(2λ_max), K in 1, 2, 7: smallest λ_min(W) "
+                 f"{min(c['lw'] for c in lem['cases']):.2e}; as stated: "
+                 + ", ".join(f"{k}: {'invertible' if v else 'singular'}" for k, v in lem["stated"].items()),
+            verdict=_because(combine(bound(sum(c["lw"] > 0 for c in lem["cases"]), len(lem["cases"]),
+                                           what="under Theorem 1's step-size condition"),
+                                     bound(sum(lem["stated"].values()), len(lem["stated"]), what="as stated")),
+                             "the proof needs n >= 1 and the eigenvalues of A in (0, 2), which Theorem 1's condition "
+                             "η <= S_c/(2λ_max(H)) gives"),
+            chapter=CH_EXACT),
+        row(**common, result_id="Diana App. A.1 λ_min(W) closed form", claim=QUOTES["A.1 W"],
+            paper_value="λ_min(W) = 1 - (1 - 2η λ_min(H)/S_c)^K",
+            ours=f"{len(lem['cases'])} cases: largest relative gap to the eigenvalue solver "
+                 f"{max(abs(c['formula'] - c['lw']) / c['lw'] for c in lem['cases']):.0e}",
+            verdict=bound(sum(abs(c["formula"] - c["lw"]) <= 1e-8 * c["lw"] for c in lem["cases"]), len(lem["cases"]),
+                          what="closed form within 1e-8 relative (an eigensolver is accurate to O(ε ||W||))"),
+            chapter=CH_STOCH),
     ]
 
 
@@ -287,5 +340,5 @@ def rows() -> list[Row]:
             + _subset_rows(record_or_none("part2_subset_benchmark", "fixed")))
 
 
-__all__ = ["FIG2_BATCH_SIZES", "PAPER", "QUOTES", "RATE_TOL", "THM1_RATE_ETA", "THM1_RATE_N", "alg3_live",
+__all__ = ["FIG2_BATCH_SIZES", "PAPER", "QUOTES", "RATE_TOL", "THM1_RATE_ETA", "THM1_RATE_N", "alg3_live", "lemma2_live",
            "fig2_numbers", "rows", "theorem1_numbers"]
