@@ -13,6 +13,7 @@ import sys
 from tools.mutation import Mutant
 
 FL = "src/flprivacy/flower.py"
+LOG = "src/flprivacy/log.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/test_flower.py"]
 
@@ -20,11 +21,11 @@ MUTANTS = [
     # ---- the log: what is recorded where ------------------------------------------------------------
     Mutant("round_off_by_one", FL, "t = server_round - 1\n        theta = from_arrays",
            "t = server_round\n        theta = from_arrays", "Flower's server round r is the book's round t = r - 1"),
-    Mutant("final_model_not_recorded", FL, "        self.log.global_models.append(self._theta)\n        return self._theta",
+    Mutant("final_model_not_recorded", FL, "        self.log.finish(self._theta)\n        return self._theta",
            "        return self._theta", "the log holds θ^0..θ^T: T + 1 global models"),
-    Mutant("participants_in_flower_order", FL, "self.log.participants.append(sorted(sampled))",
-           "self.log.participants.append(sampled)", "C_s^t recorded in Flower's random sampling order"),
-    Mutant("forged_logged_as_global", FL, "self._sent[c] = (forged, True)", "self._sent[c] = (theta, True)",
+    Mutant("participants_in_flower_order", LOG, "self.participants.append(sorted(int(c) for c in participants))",
+           "self.participants.append([int(c) for c in participants])", "C_s^t recorded in Flower's random sampling order"),
+    Mutant("forged_logged_as_global", FL, "self._sent[c] = (sent, forged)", "self._sent[c] = (theta, forged)",
            "Alg. 4: the log must hold the forged model the target received, not θ^t"),
     Mutant("parameter_order_reversed", FL, "parts.append(v.reshape(-1).to(model.dtype))",
            "parts.insert(0, v.reshape(-1).to(model.dtype))", "θ read out of the ArrayRecord in the wrong parameter order"),
@@ -41,17 +42,18 @@ MUTANTS = [
     Mutant("rng_not_kept_across_rounds", FL,
            'context.state.array_records["rng"] = ArrayRecord({"state": gen.get_state()})', "pass",
            "Alg. 2: the client's shuffling stream restarts every round instead of continuing"),
-    Mutant("one_stream_for_all_clients", FL, "gen = generator(child_seed(seed, 2, c))", "gen = generator(child_seed(seed, 2, 0))",
+    Mutant("one_stream_for_all_clients", FL, "gen = client_generator(seed, c)", "gen = client_generator(seed, 0)",
            "Alg. 2: every client shuffles with client 0's stream"),
     # ---- Alg. 4 on Flower: the forgery and the aggregate ----------------------------------------------------
-    Mutant("forgery_not_sent", FL, "content[ARRAYS] = to_arrays(self.model, forged)",
+    Mutant("forgery_not_sent", FL, "content[ARRAYS] = to_arrays(self.model, sent)",
            "content[ARRAYS] = to_arrays(self.model, theta)", "Alg. 4: the target must receive θ_c^a, not θ^t"),
     Mutant("forged_replies_aggregated", FL,
-           "if not forged or (self.adversary is not None and self.adversary.aggregate_forged):",
-           "if True:", "forged replies stay out of the aggregate (run_fedavg's rule)"),
-    Mutant("forgery_to_everyone", FL,
-           "forged = self.adversary.forge(t, c, theta, self.log) if self.adversary is not None else None",
-           "forged = self.adversary.forge(t, self.adversary.targets and min(self.adversary.targets) or c, theta, "
-           "self.log) if self.adversary is not None else None",
+           "            if self.log.record_reply(c, sent, returned, forged):",
+           "            if self.log.record_reply(c, sent, returned, forged) or True:",
+           "forged replies stay out of the aggregate (run_fedavg's rule)"),
+    Mutant("forgery_to_everyone", LOG,
+           'forged = adv.forge(rnd["t"], int(client), rnd["theta"], self) if adv is not None else None',
+           'forged = adv.forge(rnd["t"], min(getattr(adv, "targets", None) or [getattr(adv, "target", int(client))]), '
+           'rnd["theta"], self) if adv is not None else None',
            "Alg. 4 targets one client: the forged model goes to every sampled node"),
 ]
