@@ -107,7 +107,7 @@ def at_least(ours: float, threshold: float, *, what: str = "") -> Verdict:
     if o >= t:
         return Verdict("reproduced")
     lead = f"{what}: " if what else ""
-    return Verdict("not reproduced", f"{lead}ours {o:.4g}, the paper claims at least {t:.4g}")
+    return Verdict("not reproduced", f"{lead}ours {o:.4g}, the claim needs at least {t:.4g}")
 
 
 def at_most(ours: float, threshold: float, *, what: str = "") -> Verdict:
@@ -116,7 +116,7 @@ def at_most(ours: float, threshold: float, *, what: str = "") -> Verdict:
     if o <= t:
         return Verdict("reproduced")
     lead = f"{what}: " if what else ""
-    return Verdict("not reproduced", f"{lead}ours {o:.4g}, the paper claims at most {t:.4g}")
+    return Verdict("not reproduced", f"{lead}ours {o:.4g}, the claim needs at most {t:.4g}")
 
 
 def sign(effect: float, *, expected: int = 1, margin: float = 0.0, what: str = "") -> Verdict:
