@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from pathlib import Path
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -349,8 +350,8 @@ class AWAWeights:
 #: The search ranges of Q (Song Table II; the paper's numbers live in :mod:`flprivacy.ledger.song`).
 TABLE_II: dict[str, tuple[float, float]] = dict(_SONG_TABLE_II)
 
-#: Q = (1, 1, 1, 1, 0, 0): every layer weight 1 and no enhanced layer (⌈0·L⌉ = 0), so eq. 23 is DLG's
-#: unweighted eq. 10. It is the corner of Table II's box where AWA's loss is DLG's.
+#: The corner Q = (1, 1, 1, 1, 0, 0) of Table II's box, where eq. 23 is DLG's unweighted eq. 10
+#: (every layer weight 1 and no enhanced layer, since ⌈0·L⌉ = 0).
 UNWEIGHTED: dict[str, float] = {"q_cv": 1.0, "q_bn": 1.0, "q_fc": 1.0, "q_en": 1.0, "p_mean": 0.0, "p_var": 0.0}
 
 
@@ -640,7 +641,7 @@ class WeightSearch:
         return out
 
 
-def _storage_url(storage: str | os.PathLike | None, where: str) -> str | None:
+def _storage_url(storage: str | Path | None, where: str) -> str | None:
     """An Optuna RDB storage URL: a path becomes ``sqlite:///<absolute path>``; a URL is kept."""
     if storage is None:
         return None
@@ -662,7 +663,7 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                  iterations: int = 1000, trial_iterations: int | None = None, prune: bool = False,
                  report_every: int = 50, epoch: int = 1, approximate: bool | None = None, attack_lr: float = 0.1,
                  seed: int = 0, progress: bool = False, enqueue_unweighted: bool = True,
-                 storage: str | os.PathLike | None = None, study_name: str = "awa",
+                 storage: str | Path | None = None, study_name: str = "awa",
                  callback: Callable[[int, Tensor], None] | None = None) -> WeightSearch:
     """Song Alg. 2: Bayesian optimisation of Q over Table II, then the final attack with Q*.
 

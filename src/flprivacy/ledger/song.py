@@ -3,7 +3,7 @@ learning", AWA) in the ledger.
 
 The single home of the paper's reported settings and numbers (Tables I-IV and the claims of §3-§5,
 the constants below; :mod:`flprivacy.attacks.awa` reads Table II and
-:mod:`flprivacy.experiments.awa_table4` reads Table IV from here) and :func:`rows`, one
+``flprivacy.experiments.awa_table4`` reads Table IV from here) and :func:`rows`, one
 :class:`~flprivacy.ledger.Row` per numbered result: the four scenarios of §3, the interpolation
 (eq. 19-20), the weighted loss (eq. 23-30), the expected improvement (eq. 39), Tables III and IV,
 Figs. 1-4 and the claims of §1 and §5.2.
@@ -35,14 +35,14 @@ TABLE_I: dict[str, Any] = dict(dataset="CIFAR-10 (training set, 32x32)", model="
                                client_lr=1e-3, attack_optimizer="Adam", attack_lr=0.1, attack_iterations=1000,
                                labels="known (label inference of Yin et al. / Geng et al. assumed)",
                                n_images=4, bo_trials=50, bo_startup_trials=12)
-"""Song §5.1 and Table I: the simulation settings (the BO's 50 trials and 12 initial points from §5.1)."""
+"""The simulation settings of Song §5.1 and Table I (the BO's 50 trials and 12 initial points from §5.1)."""
 
 CASES: dict[str, tuple[int, int]] = {"case 1": (1, 1), "case 2": (4, 1), "case 3": (1, 4), "case 4": (2, 2)}
-"""Song §5.2: (E, B) of the four cases, N = 4 images."""
+"""(E, B) of the four cases of Song §5.2, N = 4 images."""
 
 TABLE_II: dict[str, tuple[float, float]] = {"q_cv": (1.0, 1000.0), "q_bn": (1.0, 1000.0), "q_fc": (1.0, 1000.0),
                                             "q_en": (1.0, 1000.0), "p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}
-"""Song Table II: the search ranges of Q = (q_cv, q_bn, q_fc, q_en, p_mean, p_var)."""
+"""The search ranges of Q = (q_cv, q_bn, q_fc, q_en, p_mean, p_var) (Song Table II)."""
 
 TABLE_III: dict[str, dict[str, float]] = {
     "case 1": dict(q_cv=519.19, q_bn=802.55, q_fc=42.83, q_en=946.44, p_mean=0.24, p_var=0.07),
@@ -50,7 +50,7 @@ TABLE_III: dict[str, dict[str, float]] = {
     "case 3": dict(q_cv=547.17, q_bn=222.48, q_fc=394.39, q_en=899.47, p_mean=0.31, p_var=0.01),
     "case 4": dict(q_cv=655.98, q_bn=692.94, q_fc=283.42, q_en=665.28, p_mean=0.40, p_var=0.33),
 }
-"""Song Table III: Q tuned by Bayesian optimisation in each case."""
+"""Q tuned by Bayesian optimisation in each case (Song Table III)."""
 
 TABLE_IV: dict[str, dict[str, dict[str, float] | None]] = {
     "case 1": {"DLG": dict(psnr=14.06, ssim=0.534, mse=0.042), "AGIC": dict(psnr=15.89, ssim=0.689, mse=0.028),
@@ -66,18 +66,19 @@ TABLE_IV: dict[str, dict[str, dict[str, float] | None]] = {
 
 METRICS: dict[str, str] = {"psnr": "PSNR", "ssim": "SSIM", "mse": "MSE"}
 TOL: dict[str, float] = {"psnr": 1.0, "ssim": 0.03, "mse": 0.005}
-"""Tolerances of a Table IV cell: the paper reports one image set and no spread; 3 points of SSIM (the
+"""Tolerances of a Table IV cell, per metric. The paper reports one image set and no spread; 3 points of SSIM (the
 book's default of 3 points), 1 dB of PSNR and 0.005 of MSE (its third decimal, about what 1 dB moves
 at the table's MSE levels)."""
 
 RATE_PER_DECADE = 5.0
-"""The interpolation row's rule: for full-batch steps θ_{t,1} - θ̃_{t,1} = -η²Hg/2 + O(η³) against an O(η)
+"""The interpolation row's rule. For full-batch steps θ_{t,1} - θ̃_{t,1} = -η²Hg/2 + O(η³) against an O(η)
 update (the chapter derives it), so the relative error falls tenfold when η does; the rule asks for at least
 half that (5x) between η = 1e-2 and 1e-3, leaving room for the O(η) correction."""
 
 FIG4_SSIM = 0.9
 FIG4_ITERATIONS = 1500
-"""§5.2 on Fig. 4: "SSIM values exceeding 0.9 within 1500 attack iterations for all four cases"."""
+"""Fig. 4's threshold and budget, from §5.2 ("SSIM values exceeding 0.9 within 1500 attack iterations for all four
+cases")."""
 
 QUOTES: dict[str, str] = {
     "Scenario 1": "since E = 1 and B = 1, the client uses the full-batch gradient descent for one epoch ... the "
