@@ -356,7 +356,7 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(messages=[msgs()], hidden=4, fit_steps=3, decode_steps=3, seed=0), compare=False)
     # inference
     Xa, ya = (lambda: F()["clients"][0].X), (lambda: F()["clients"][0].y)
-    add("attacks.inference.SensitiveAttribute", inference.SensitiveAttribute,
+    add("data.attributes.SensitiveAttribute", inference.SensitiveAttribute,
         lambda: dict(columns=(2,), candidates=torch.tensor([[0.0], [1.0]])), compare=False,
         accept={"candidates:other_dtype": "candidates are stored in float64",
                 "candidates:nan": "checked when used", "candidates:inf": "checked when used"})

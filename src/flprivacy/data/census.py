@@ -70,8 +70,8 @@ class FederatedTask:
 
     @property
     def attribute(self):
-        """The :class:`flprivacy.attacks.inference.SensitiveAttribute` to infer."""
-        from ..attacks.inference import SensitiveAttribute
+        """The :class:`flprivacy.data.attributes.SensitiveAttribute` to infer."""
+        from .attributes import SensitiveAttribute
 
         return SensitiveAttribute(self.sensitive_columns, self.candidates, self.attribute_name)
 
