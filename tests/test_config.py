@@ -56,7 +56,13 @@ def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_pa
 
     fresh = subprocess.run([sys.executable, "-c", "import flprivacy.experiments as e; "
                             "print(e.git_commit.cache_info().currsize)"], capture_output=True, text=True, check=True)
-    assert fresh.stdout.strip() == "1"  # read when the package is imported, before any run
+    assert fresh.stdout.strip() == "0"  # a chapter that only reads results never runs git
+    as_command = subprocess.run([sys.executable, "-c", "import sys; sys.orig_argv = ['python', '-m', "
+                                 "'flprivacy.experiments.part2_toy']; import flprivacy.experiments as e; "
+                                 "print(e.git_commit.cache_info().currsize)"], capture_output=True, text=True, check=True)
+    assert as_command.stdout.strip() == "1"  # a command reads it when the package is imported, before any run
+    assert experiments.started_as_command(["python", "-m", "flprivacy.experiments.part3_table1", "--seeds", "0"])
+    assert not experiments.started_as_command(["python", "-m", "ipykernel_launcher", "-f", "x.json"])
     real_run = subprocess.run
 
     def run(args, *a, **k):

@@ -16,8 +16,10 @@ TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:ca
 MUTANTS = [
     Mutant("commit_read_at_save", EXP, "@functools.lru_cache(maxsize=1)\ndef git_commit", "def git_commit",
            "the commit is read when the file is written: a commit made during a long run is recorded"),
-    Mutant("commit_not_read_at_import", EXP, "\ngit_commit()  # the commit", "\n# git_commit()  # the commit",
+    Mutant("commit_not_read_at_import", EXP, "\n    git_commit()  # the commit", "\n    pass  # the commit",
            "the commit is first read at save time"),
+    Mutant("commit_read_by_chapters", EXP, "\nif started_as_command():\n", "\nif True:\n",
+           "a chapter that only reads results runs git"),
     Mutant("sweeps_runs_misgrouped", F3, "for f, pv in plans for v in pv for seed in seeds",
            "for f, pv in plans for seed in seeds for v in pv", "runs of one seed filed under different values"),
     Mutant("sweeps_seconds_wall_of_one", F3, '"seconds": sum(r["seconds"] for r in per_seed)})',

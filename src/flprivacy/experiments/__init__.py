@@ -125,8 +125,9 @@ def run_command() -> str:
 def git_commit() -> str:
     """The project's commit (``<sha>`` or ``<sha>+dirty``), or ``"unknown"`` outside a git checkout.
 
-    Read once, when :mod:`flprivacy.experiments` is imported (i.e. when a run starts), and kept:
-    a run of hours records the code it ran, not a commit made while it was running."""
+    Read once, when a command ``python -m flprivacy.experiments.<name>`` imports this package
+    (i.e. when a run starts; see :func:`started_as_command`), or at the first save otherwise, and
+    kept: a run of hours records the code it ran, not a commit made while it was running."""
     root = Path(__file__).resolve().parents[3]
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
@@ -193,4 +194,14 @@ def load_result(name: str, scale_: str = "paper") -> dict[str, Any]:
     return record
 
 
-git_commit()  # the commit of the code this run imported (see git_commit)
+def started_as_command(argv: Sequence[str] | None = None) -> bool:
+    """True when this interpreter was started as ``python -m flprivacy.experiments.<name>``
+    (read from ``sys.orig_argv``): a run, whose commit is read now; a chapter that only reads
+    result files never runs git."""
+    argv = list(sys.orig_argv if argv is None else argv)
+    return any(a == "-m" and i + 1 < len(argv) and argv[i + 1].startswith(__name__ + ".")
+               for i, a in enumerate(argv))
+
+
+if started_as_command():
+    git_commit()  # the commit of the code this run imported (see git_commit)

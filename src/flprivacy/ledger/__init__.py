@@ -293,8 +293,11 @@ def row(*, paper: str, result_id: str, claim: str, paper_value: str, ours: str, 
     its provenance. Use ``file="live"`` for a result the chapter computes at every build."""
     prov: dict[str, Any] = {}
     if record is not None:
-        if not file:
-            file = str(record.get("name", "")) + (".json" if record.get("name") else "")
+        if not file and record.get("name"):
+            from ..experiments import result_path
+
+            scale_ = str(record.get("scale", "paper"))
+            file = result_path(str(record["name"]), scale_ if scale_ in ("quick", "paper", "fixed") else "paper").name
         prov = provenance_of(record)
     elif file == "live":
         prov = {"provenance": "live"}
