@@ -196,7 +196,7 @@ def _R(func, post=None, accept=None, compare=True):
 
 
 def recipes() -> dict[str, Recipe]:
-    from flprivacy import batched, bounds, config, federation, metrics, models, threats
+    from flprivacy import batched, bounds, config, federation, metrics, models, optimum, threats
     from flprivacy.attacks import active, inference, inversion, reconstruction
     from flprivacy.stack import LinearStack
     from flprivacy.data import census, images, splits, synthetic, tabular
@@ -388,6 +388,12 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.active.SendBackAll", active.SendBackAll, lambda: dict(targets=[0], rounds=[2, 3]), compare=False)
     add("stack.LinearStack", LinearStack, lambda: dict(model=F()["lin"]))
     add("config.server_generator", config.server_generator, lambda: dict(seed=0))
+    add("models.design", models.design, lambda: dict(X=F()["clients"][0].X),
+        accept={"wrong_shape": "any number of features is a valid design"})
+    add("federation.LeastSquaresSGD", federation.LeastSquaresSGD, lambda: dict(lr=0.05, epochs=1, batch_size=8))
+    add("optimum.least_squares_optimum", optimum.least_squares_optimum, lambda: dict(data=F()["clients"][0]))
+    add("optimum.regularised_optimum", optimum.regularised_optimum,
+        lambda: dict(model=F()["lin"], data=F()["clients"][0], l2=1e-3, iterations=5))
     add("config.client_generator", config.client_generator, lambda: dict(seed=0, client=1))
     add("batched.supports", batched.supports, lambda: dict(model=F()["lin"]))
     add("batched.check_clients", batched.check_clients, lambda: dict(clients=F()["clients"], where="test"))

@@ -14,7 +14,7 @@ from flprivacy.attacks.active import AdamActive  # noqa: E402
 from flprivacy.attacks.inference import SensitiveAttribute, model_based_aia  # noqa: E402
 from flprivacy.attacks.inversion import curious_client_attack  # noqa: E402
 from flprivacy.attacks.reconstruction import reconstruct_least_squares  # noqa: E402
-from flprivacy.experiments.part2_common import local_optimum  # noqa: E402
+from flprivacy.optimum import least_squares_optimum  # noqa: E402
 from flprivacy.flower import InProcessGrid, RecordingStrategy, client_app, from_arrays, run_flower, to_arrays  # noqa: E402
 
 EPS64 = torch.finfo(torch.float64).eps
@@ -93,7 +93,7 @@ def test_passive_reconstruction_and_model_based_aia_on_the_flower_log():
     model-based AIA (eq. 3) on the reconstruction guesses what it guesses on θ_c^* itself."""
     clients, model = _clients(4, sizes=(40, 35, 50)), linear_regression(4)
     fl = run_flower(model, clients, rounds=8, local=LocalSGD(lr=0.05, epochs=2), seed=0)
-    star = local_optimum(clients[0])
+    star = least_squares_optimum(clients[0])
     rec = reconstruct_least_squares(eavesdrop(fl.log, 0))
     # least squares is accurate to ~cond(Θ_out)·ε (rec.error_estimate), times a small factor for d = 5
     assert (rec.theta - star).norm() / star.norm() <= max(50 * rec.error_estimate, 1e-12)

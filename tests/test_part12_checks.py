@@ -72,7 +72,8 @@ def test_hard_instance_optimum_and_alternative():
 
 def test_full_batch_fedavg_step_constant():
     """Alg. 2, full batch, least squares: θ - η (2/S_c) Xᵀ(Xθ - y) exactly (the factor 2 of ∇‖·‖²/S_c)."""
-    from flprivacy.experiments.part2_common import LeastSquaresSGD, design
+    from flprivacy.federation import LeastSquaresSGD
+    from flprivacy.models import design
     g = generator(3)
     X = torch.randn(30, 4, generator=g, dtype=torch.float64)
     y = torch.randn(30, generator=g, dtype=torch.float64)

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from flprivacy import LocalSGD, eavesdrop, linear_regression, run_fedavg
 from flprivacy.bounds import lambda_min_W, local_steps, theorem1_bound
 from flprivacy.data.synthetic import nesterov_hard_instance
-from flprivacy.experiments.part2_common import LeastSquaresSGD, design, local_optimum
+from flprivacy.federation import LeastSquaresSGD
+from flprivacy.models import design
+from flprivacy.optimum import least_squares_optimum
 from flprivacy.experiments.part2_theorem1 import batched_replies, make_client, noise_scale
 
 
@@ -41,7 +43,7 @@ def test_init_params_is_seeded_for_linear_models():
 def test_local_optimum_solves_the_normal_equations(ls_clients):
     c = ls_clients[0]
     X1 = design(c.X)
-    assert torch.allclose(X1.T @ X1 @ local_optimum(c), X1.T @ c.y, atol=1e-10)
+    assert torch.allclose(X1.T @ X1 @ least_squares_optimum(c), X1.T @ c.y, atol=1e-10)
 
 
 # ---- Theorem 1 -------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from flprivacy.attacks.reconstruction import (
     reconstruct_least_squares,
     select_messages,
 )
-from flprivacy.experiments.part2_common import LeastSquaresSGD, design, local_optimum
+from flprivacy.federation import LeastSquaresSGD
+from flprivacy.models import design
+from flprivacy.optimum import least_squares_optimum
 
 
 def _client(d: int, n: int, seed: int) -> ClientData:
@@ -57,7 +59,7 @@ def test_full_batch_least_squares_is_recovered_exactly(d, epochs, fraction, extr
     lr = _stable_lr(data, fraction)  # η ≤ S_c / (2 λ_max(H)): the condition of Theorem 1
     sent, returned = _messages(data, d + 1 + extra, lr, epochs, seed)
     rec = reconstruct_least_squares((sent, returned))
-    star = local_optimum(data)
+    star = least_squares_optimum(data)
     assert (rec.theta - star).norm() / star.norm() < 1e-8
     assert rec.residual < 1e-10
 
@@ -76,7 +78,7 @@ def test_recovery_from_a_fedavg_log_with_partial_participation():
     run = run_fedavg(linear_regression(d - 1), clients, rounds=60, local=local, clients_per_round=3, seed=1)
     M = eavesdrop(run.log, 0)
     assert len(M) >= d + 1
-    star = local_optimum(clients[0])
+    star = least_squares_optimum(clients[0])
     for subset in ("all", "best"):
         rec = reconstruct_least_squares(M, subset=subset)
         assert (rec.theta - star).norm() / star.norm() < 1e-8, subset
@@ -97,7 +99,7 @@ def test_normal_equations_lose_accuracy_on_ill_conditioned_logs():
     """Alg. 3 line 3 as written (pinv of Θ_outᵀΘ_out) squares the condition number."""
     data = _client(8, 24, 3)
     sent, returned = _messages(data, 9, _stable_lr(data, 0.02), 1, 3)
-    star = local_optimum(data)
+    star = least_squares_optimum(data)
     err = {m: float((reconstruct_least_squares((sent, returned), method=m).theta - star).norm() / star.norm())
            for m in ("lstsq", "normal")}
     assert err["lstsq"] < 1e-8
@@ -108,7 +110,7 @@ def test_mini_batches_give_an_estimate_not_the_exact_model():
     data = _client(4, 64, 1)
     sent, returned = _messages(data, 40, _stable_lr(data, 0.3), 1, 1, batch_size=8)
     rec = reconstruct_least_squares((sent, returned))
-    star = local_optimum(data)
+    star = least_squares_optimum(data)
     assert 1e-6 < float((rec.theta - star).norm() / star.norm()) < 0.5
     assert rec.residual > 1e-8
 
@@ -190,7 +192,7 @@ def test_learned_mapping_on_least_squares_gets_close_to_the_local_optimum():
     model towards it."""
     data = _client(4, 40, 0)
     sent, returned = _messages(data, 30, _stable_lr(data, 0.5), 1, 0)
-    star = local_optimum(data)
+    star = least_squares_optimum(data)
     start = returned[-1]
     affine = learned_mapping_reconstruction((sent, returned), hidden=0, normalize_inputs=True, fit_steps=3000,
                                             fit_lr=1e-2, decode_optimizer="lbfgs", decode_steps=500)

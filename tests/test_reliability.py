@@ -162,7 +162,9 @@ def test_parallel_paths_check_like_their_siblings():
 
 # ---- least squares: an honest diagnostic -------------------------------------------------------------
 def _ls_messages(fraction: float, n_msgs: int = 12, d: int = 5, seed: int = 0):
-    from flprivacy.experiments.part2_common import LeastSquaresSGD, design, local_optimum
+    from flprivacy.federation import LeastSquaresSGD
+    from flprivacy.models import design
+    from flprivacy.optimum import least_squares_optimum
 
     g = torch.Generator().manual_seed(seed)
     X = torch.randn(40, d - 1, generator=g, dtype=torch.float64) + 1.0
@@ -172,7 +174,7 @@ def _ls_messages(fraction: float, n_msgs: int = 12, d: int = 5, seed: int = 0):
     sent = torch.randn(n_msgs, d, generator=g, dtype=torch.float64)
     local, model = LeastSquaresSGD(lr=lr, epochs=1), linear_regression(d - 1)
     returned = torch.stack([local(model, s, data, g) for s in sent])
-    return sent, returned, local_optimum(data)
+    return sent, returned, least_squares_optimum(data)
 
 
 def test_least_squares_reports_the_condition_number_error_estimate():

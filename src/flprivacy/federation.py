@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from .config import client_generator, server_generator
 from .log import ClientMessages, Exchange, GlobalModels, MessageLog  # noqa: F401 - the log's types, importable from here too
-from .models import FLModel
+from .models import FLModel, design
 from .validation import DIVERGENCE_FACTOR, DivergenceWarning, NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,6 +225,31 @@ class FLRun:
     model: FLModel
     seed: int
     settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LeastSquaresSGD(LocalSGD):
+    """FedAvg's local update (Diana Alg. 2) for least-squares linear regression, in closed form.
+
+    Same hyper-parameters, mini-batches and random stream as :class:`flprivacy.LocalSGD` (both
+    follow :func:`flprivacy.federation.batch_schedule`), but the mini-batch gradient
+    (2/``|b|``) X_bᵀ(X_b θ - y_b) is computed directly instead of through autograd: about ten times
+    faster for the thousands of short runs of Part II. ``tests/test_part2_common.py`` checks it
+    against :class:`~flprivacy.LocalSGD` to 1e-12. θ = (w, b) with the bias last, as
+    :func:`flprivacy.linear_regression`.
+    """
+
+    def __call__(self, model: FLModel, theta: Tensor, data: ClientData, generator: torch.Generator) -> Tensor:
+        X1, y = design(data.X.to(theta.dtype)), data.y.to(theta.dtype)
+        if X1.shape[1] != theta.numel():
+            raise ValueError(f"LeastSquaresSGD: θ has {theta.numel()} entries but the data need {X1.shape[1]} "
+                             "(features plus the intercept, last).")
+        theta = theta.detach().clone()
+        for idx in batch_schedule(X1.shape[0], epochs=self.epochs, batch_size=self.batch_size, steps=self.steps,
+                                  shuffle=self.shuffle, generator=generator):
+            Xb, yb = (X1, y) if idx is None else (X1[idx], y[idx])
+            theta = theta - self.lr * (2.0 / Xb.shape[0]) * (Xb.T @ (Xb @ theta - yb))
+        return theta
 
 
 # ---- Algorithm 1: the server -----------------------------------------------------------------

@@ -214,6 +214,15 @@ class FLModel:
             )
 
 
+def design(X: Tensor) -> Tensor:
+    """The design matrix [X, 1] of least squares, intercept column last, matching the parameter
+    order θ = (w, b) of :func:`linear_regression` (Diana et al. eq. 8)."""
+    X = as_tensor("X", X, where="design", ndim=2, min_rows=1)
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError("design: X holds NaN or inf; the design matrix of least squares needs finite features.")
+    return torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1)
+
+
 # ---- factories ------------------------------------------------------------------------------
 def linear_regression(n_features: int, bias: bool = True, dtype: torch.dtype = torch.float64) -> FLModel:
     """Least-squares linear regression f_θ(x) = wᵀx + b, d = n_features + 1 with bias.

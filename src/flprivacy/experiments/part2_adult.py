@@ -27,6 +27,7 @@ from ..data.splits import train_val_split, xu_adult_split
 from ..federation import ClientData
 from . import save_result, seeds_command
 from ..ledger.xu_neglia import PAPER_ADULT
+from ..optimum import regularised_optimum
 from .part2_common import SETTINGS
 
 
@@ -50,21 +51,6 @@ def adult_clients(seed: int = 0) -> tuple[list[ClientData], list[str]]:
     return clients, enc.feature_names
 
 
-def local_optimum(model: FLModel, data: ClientData, l2: float, iterations: int) -> Tensor:
-    """argmin L_c(θ) + l2 ||θ||² by L-BFGS (full batch)."""
-    theta = torch.zeros(model.dim, requires_grad=True)
-    opt = torch.optim.LBFGS([theta], max_iter=iterations, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = model.loss(theta, data.X, data.y) + l2 * theta.pow(2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return theta.detach()
-
-
 def relative_distances(optima: Sequence[Tensor]) -> np.ndarray:
     """2 ||θ_i - θ_j|| / (||θ_i|| + ||θ_j||) for every pair of local optima."""
     T = torch.stack(list(optima))
@@ -80,7 +66,7 @@ def run_fig1(seeds: Sequence[int], batch_sizes: Sequence[int] | None = None, pro
     parts = xu_adult_split(load_adult("all"), s["n_clients"], s["age_cuts"], seed=0)
     model = binary_logistic(clients[0].X.shape[1])
     lo = s["local_optimum"]
-    optima = [local_optimum(model, c, lo["l2"], lo["lbfgs_iterations"]) for c in clients]
+    optima = [regularised_optimum(model, c, lo["l2"], lo["lbfgs_iterations"]) for c in clients]
     records = []
     jobs = [(seed, B) for seed in seeds for B in (batch_sizes or s["batch_sizes"])]
     for seed, B in tqdm(jobs, desc="Adult runs", disable=not progress):

@@ -1,5 +1,6 @@
-"""Shared pieces of Part II's experiments: the papers' settings in one place, and a fast local
-update for least squares.
+"""Shared pieces of Part II's experiments: the papers' settings in one place (the fast local
+update for least squares is :class:`flprivacy.federation.LeastSquaresSGD`, the local optimum
+:func:`flprivacy.optimum.least_squares_optimum`).
 
 ``SETTINGS`` lists, per experiment, the values the papers give (and, marked ``"ours"``, the ones
 they leave open, which we had to choose). The experiment modules and the chapters read them from
@@ -10,49 +11,6 @@ reported numbers live in the ledger (:mod:`flprivacy.ledger.xu_neglia`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import torch
-from torch import Tensor
-
-from ..federation import ClientData, LocalSGD, batch_schedule
-from ..models import FLModel
-
-
-@dataclass(frozen=True)
-class LeastSquaresSGD(LocalSGD):
-    """FedAvg's local update (Diana Alg. 2) for least-squares linear regression, in closed form.
-
-    Same hyper-parameters, mini-batches and random stream as :class:`flprivacy.LocalSGD` (both
-    follow :func:`flprivacy.federation.batch_schedule`), but the mini-batch gradient
-    (2/``|b|``) X_bᵀ(X_b θ - y_b) is computed directly instead of through autograd: about ten times
-    faster for the thousands of short runs of Part II. ``tests/test_part2_common.py`` checks it
-    against :class:`~flprivacy.LocalSGD` to 1e-12. θ = (w, b) with the bias last, as
-    :func:`flprivacy.linear_regression`.
-    """
-
-    def __call__(self, model: FLModel, theta: Tensor, data: ClientData, generator: torch.Generator) -> Tensor:
-        X1, y = design(data.X.to(theta.dtype)), data.y.to(theta.dtype)
-        if X1.shape[1] != theta.numel():
-            raise ValueError(f"LeastSquaresSGD: θ has {theta.numel()} entries but the data need {X1.shape[1]} "
-                             "(features plus the intercept, last).")
-        theta = theta.detach().clone()
-        for idx in batch_schedule(X1.shape[0], epochs=self.epochs, batch_size=self.batch_size, steps=self.steps,
-                                  shuffle=self.shuffle, generator=generator):
-            Xb, yb = (X1, y) if idx is None else (X1[idx], y[idx])
-            theta = theta - self.lr * (2.0 / Xb.shape[0]) * (Xb.T @ (Xb @ theta - yb))
-        return theta
-
-
-def design(X: Tensor) -> Tensor:
-    """Design matrix with the intercept column last, matching θ = (w, b)."""
-    return torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1)
-
-
-def local_optimum(data: ClientData) -> Tensor:
-    """θ_c^* = argmin ||X θ - y||² of a least-squares client (intercept last), by QR least squares."""
-    X1 = design(data.X.to(torch.float64))
-    return torch.linalg.lstsq(X1, data.y.to(torch.float64).unsqueeze(1)).solution.squeeze(1)
 
 
 # ---- the papers' settings, per experiment ------------------------------------------------------

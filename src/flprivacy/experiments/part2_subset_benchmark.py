@@ -36,7 +36,8 @@ from ..attacks.reconstruction import (
 )
 from ..config import generator
 from . import machine, positive_int, save_result
-from .part2_common import LeastSquaresSGD, local_optimum
+from ..federation import LeastSquaresSGD
+from ..optimum import least_squares_optimum
 from .part2_toy import toy_clients
 
 
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         M = message_log(clients, lr)
         _, A = design_matrices(M)
         k = A.shape[1]
-        star = local_optimum(clients[0])
+        star = least_squares_optimum(clients[0])
 
         def err(rows: torch.Tensor) -> float:
             return float((reconstruct_least_squares(M, subset=rows.tolist()).theta - star).norm() / star.norm())

@@ -27,7 +27,9 @@ from ..bounds import lambda_min_W, local_steps, theorem1_bound
 from ..config import child_seed, generator
 from ..federation import ClientData
 from . import save_result, seeds_command
-from .part2_common import SETTINGS, design, local_optimum
+from .part2_common import SETTINGS
+from ..models import design
+from ..optimum import least_squares_optimum
 
 
 
@@ -92,7 +94,7 @@ class Trial:
 def run_trial(data: ClientData, n_c: int, B: int, lr: float, seed: int, delta: float = 0.1,
               spread: float = 1.0) -> Trial:
     """One eavesdropped log of ``n_c`` exchanges with random sent models; Alg. 3; eq. (18)."""
-    star = local_optimum(data)
+    star = least_squares_optimum(data)
     g = generator(child_seed(seed, n_c, B, int(lr * 1e6)))
     sent = star + spread * torch.randn(n_c, star.numel(), generator=g, dtype=torch.float64)
     returned = batched_replies(data, sent, lr, B, generator=g)

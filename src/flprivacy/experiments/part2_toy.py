@@ -30,7 +30,9 @@ from ..attacks.reconstruction import reconstruct_least_squares
 from ..config import child_seed
 from ..data import toy_least_squares
 from . import save_result, seeds_command
-from .part2_common import SETTINGS, LeastSquaresSGD, local_optimum
+from .part2_common import SETTINGS
+from ..federation import LeastSquaresSGD
+from ..optimum import least_squares_optimum
 
 READINGS = ("per-client", "shared")
 
@@ -68,7 +70,7 @@ def run_one(seed: int, batch_size: int, lr: float, reading: str = "per-client") 
     col = clients[0].X.shape[1] - 1  # the Bernoulli feature
     out = []
     for c, data in enumerate(clients):
-        star = local_optimum(data)
+        star = least_squares_optimum(data)
         with warnings.catch_warnings():
             # at B = S_c the d+1 rounds of deterministic training are nearly collinear (App. B.3): the library's
             # rounding warning is expected there, and the record keeps cond(Θ_out) for each attack

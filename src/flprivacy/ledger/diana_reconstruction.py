@@ -80,7 +80,8 @@ def alg3_live() -> dict[str, Any]:
     from ..attacks.reconstruction import design_matrices, reconstruct_least_squares
     from ..config import generator
     from ..federation import ClientData
-    from ..experiments.part2_common import LeastSquaresSGD, local_optimum
+    from ..federation import LeastSquaresSGD
+    from ..optimum import least_squares_optimum
 
     eps = torch.finfo(torch.float64).eps
     cases = []
@@ -89,7 +90,7 @@ def alg3_live() -> dict[str, Any]:
         X = torch.rand(64, d - 1, generator=g, dtype=torch.float64)
         w = torch.randn(d, generator=g, dtype=torch.float64)
         data = ClientData(X, X @ w[:-1] + w[-1] + 0.1 * torch.randn(64, generator=g, dtype=torch.float64))
-        star = local_optimum(data)
+        star = least_squares_optimum(data)
         sent = star + torch.randn(3 * d, d, generator=g, dtype=torch.float64)
         upd = LeastSquaresSGD(lr=0.05, batch_size=16)
         returned = torch.stack([upd(None, s, data, g) for s in sent])

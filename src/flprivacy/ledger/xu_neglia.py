@@ -109,7 +109,9 @@ def exact_recovery_live() -> dict[str, Any]:
     from ..attacks.reconstruction import reconstruct_least_squares
     from ..config import generator
     from ..federation import ClientData
-    from ..experiments.part2_common import LeastSquaresSGD, design, local_optimum
+    from ..federation import LeastSquaresSGD
+    from ..models import design
+    from ..optimum import least_squares_optimum
 
     eps = torch.finfo(torch.float64).eps
     out = []
@@ -122,7 +124,7 @@ def exact_recovery_live() -> dict[str, Any]:
                 data = ClientData(X, X @ w[:-1] + w[-1] + 0.3 * torch.randn(3 * d, generator=g, dtype=torch.float64))
                 X1 = design(X)
                 lr = frac * data.n / (2 * torch.linalg.eigvalsh(X1.T @ X1)[-1].item())
-                star = local_optimum(data)
+                star = least_squares_optimum(data)
                 sent = star + torch.randn(d + 1, d, generator=g, dtype=torch.float64)
                 upd = LeastSquaresSGD(lr=lr, epochs=E)
                 returned = torch.stack([upd(None, s, data, g) for s in sent])
@@ -185,7 +187,9 @@ def affine_mapping_live() -> dict[str, Any]:
     from ..attacks.reconstruction import learned_mapping_reconstruction
     from ..config import generator
     from ..federation import ClientData
-    from ..experiments.part2_common import LeastSquaresSGD, design, local_optimum
+    from ..federation import LeastSquaresSGD
+    from ..models import design
+    from ..optimum import least_squares_optimum
 
     g = generator(6)
     d = 6
@@ -194,7 +198,7 @@ def affine_mapping_live() -> dict[str, Any]:
     data = ClientData(X, X @ w[:-1] + w[-1] + 0.5 * torch.randn(12, generator=g, dtype=torch.float64))
     X1 = design(X)
     lr = 0.5 * data.n / (2 * torch.linalg.eigvalsh(X1.T @ X1)[-1].item())
-    star = local_optimum(data)
+    star = least_squares_optimum(data)
     sent = star + 2 * torch.randn(16, d, generator=g, dtype=torch.float64)
     returned = torch.stack([LeastSquaresSGD(lr=lr)(None, s, data, g) for s in sent])
     torch.manual_seed(0)
