@@ -49,3 +49,102 @@ def test_page_titles_hold_no_math():
         if "$" in title or "\\(" in title:
             bad.append(f"{doc}: {title}")
     assert not bad, "page titles with math (shown raw in tabs and navigation):\n" + "\n".join(bad)
+
+
+# --- references (issue 23): every entry findable, every work named in prose cited ---------------
+
+BIB = ROOT / "book" / "references.bib"
+
+
+def _bib_entries() -> dict[str, str]:
+    text = BIB.read_text()
+    return {m.group(1): m.group(0) for m in re.finditer(r"@\w+\{([^,]+),.*?\n\}", text, re.S)}
+
+
+def test_every_bibliography_entry_has_a_doi_arxiv_id_or_url():
+    missing = [k for k, e in _bib_entries().items() if not re.search(r"^\s*(doi|url|eprint)\s*=", e, re.M | re.I)]
+    assert not missing, f"entries with no doi, url or eprint (arXiv id) in {BIB.name}: {missing}"
+    vague = [k for k, e in _bib_entries().items() if re.search(r"arXiv preprint\}", e)]
+    assert not vague, f"'arXiv preprint' without a number (use eprint = {{NNNN.NNNNN}}): {vague}"
+
+
+def _prose(doc: str) -> str:
+    cells = json.loads((ROOT / f"{doc}.ipynb").read_text())["cells"]
+    md = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return re.sub(r"```.*?```", "", md, flags=re.S)   # code fences (directives' bodies stay: see below)
+
+
+def _md(doc: str) -> str:
+    cells = json.loads((ROOT / f"{doc}.ipynb").read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def _uncited_works(doc: str) -> list[str]:
+    """'Name et al. 2023' / 'Name et al. (2023)' / 'Name and Other (2021)' in prose whose first
+    author and year match no key of the bibliography cited in the same chapter."""
+    md = _md(doc)
+    cited = set(re.findall(r"\{(?:foot)?cite(?::\w+)?\}`([^`]+)`", md))
+    cited = {k.strip() for group in cited for k in group.split(",")}
+    keys = set(_bib_entries())
+    bad = []
+    for m in re.finditer(r"\b([A-Z][a-z]+)(?: et al\.?| (?:and|&) [A-Z][a-z]+),? \(?((?:19|20)\d\d)\)?", md):
+        name, year = m.group(1).lower(), m.group(2)
+        ok = [k for k in cited if k.startswith(name) and year in k]
+        if not ok:
+            known = [k for k in keys if k.startswith(name) and year in k]
+            bad.append(f"{m.group(0)!r} ({'cite ' + known[0] if known else 'not in references.bib'})")
+    return sorted(set(bad))
+
+
+def _literal_exercise_refs(doc: str) -> list[str]:
+    """'exercise 5' typed in prose: exercises are numbered across the book, so the number a
+    reader sees differs; reference an exercise by its label ({ref}`label`)."""
+    return sorted(set(m.group(0) for m in re.finditer(r"\b[Ee]xercises? \d+(?:\s*(?:,|and|-|–)\s*\d+)*", _md(doc))))
+
+
+def _empty_headings(doc: str) -> list[str]:
+    cells = json.loads((ROOT / f"{doc}.ipynb").read_text())["cells"]
+    bad = []
+    for i, c in enumerate(cells):
+        if c["cell_type"] != "markdown":
+            continue
+        lines = "".join(c["source"]).strip().splitlines()
+        nxt = next((cells[j] for j in range(i + 1, len(cells))), None)
+        if lines and lines[-1].startswith("#") and (nxt is None or (nxt["cell_type"] == "markdown" and "".join(nxt["source"]).lstrip().startswith("#"))):
+            bad.append(lines[-1])
+    return bad
+
+
+# Chapters that failed these checks when they were written (2026-11-24); their owners fix the
+# prose, then the entry goes. xfail(strict=False): a fixed chapter passes and is reported XPASS.
+_STILL_FAILING = {
+    "cited": {"book/part4/curious_client", "book/part5/what_reproduces"},
+    "exercise_numbers": {"book/part2/lower_bound", "book/part2/learned_mapping_adult",
+                         "book/part4/gradient_inversion", "book/part4/curious_client",
+                         "book/part4/curious_client_factors", "book/part4/diffusion_postprocessing",
+                         "book/part6/flower"},
+}
+
+
+def _chapters_marked(check: str) -> list:
+    return [pytest.param(d, marks=pytest.mark.xfail(strict=False, reason="chapter's prose not yet fixed"))
+            if d in _STILL_FAILING.get(check, ()) else d for d in chapters()]
+
+
+@pytest.mark.parametrize("doc", _chapters_marked("cited"))
+def test_every_work_named_in_prose_is_cited(doc):
+    bad = _uncited_works(doc)
+    assert not bad, f"{doc}: works named but not cited in this chapter (add {{cite}}`key`):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("doc", _chapters_marked("exercise_numbers"))
+def test_no_literal_exercise_numbers(doc):
+    bad = _literal_exercise_refs(doc)
+    assert not bad, (f"{doc}: exercises are numbered across the book; write {{ref}}`label` instead of "
+                     f"{bad}")
+
+
+@pytest.mark.parametrize("doc", chapters())
+def test_no_empty_headings(doc):
+    bad = _empty_headings(doc)
+    assert not bad, f"{doc}: headings with nothing under them: {bad}"
