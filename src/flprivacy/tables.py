@@ -1,0 +1,209 @@
+"""One table style for the book: what a reader sees instead of a DataFrame dump.
+
+``style(df, ...)`` returns a pandas ``Styler`` that the notebook displays as an HTML table:
+
+- numbers rounded (``decimals``), integers with thousands separators, very small or very large
+  numbers as ``4.19 × 10⁻⁵`` instead of ``4.186e-05``; a unit goes in the header (``units``);
+- fractions shown as percentages (``percent``), so that accuracies read the same on every page;
+- a missing value shows as "n/a", explained by a footnote the caller must write (``na``);
+- no index column; seed columns are never shown (a seed is an identifier, not a result);
+- a mean with its spread reads "73.2 ± 1.1 % (3 seeds)" only when it was measured on more than
+  one seed; a single-seed value reads "73.2 % (1 seed)", never "± 0.00";
+- cells padded (CSS), so adjacent numbers never run together.
+
+Example::
+
+    from flprivacy.tables import style
+    style(df, percent=["accuracy"], sd={"accuracy": "accuracy_sd"}, n="n_seeds",
+          units={"time": "s"}, na="not run at this scale", caption="Table 1, ours")
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from numbers import Integral, Real
+
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+__all__ = ["style", "format_number", "SEED_COLUMNS", "CELL_CSS"]
+
+#: Column names dropped as seeds (case-insensitive) unless ``seeds=`` names others.
+SEED_COLUMNS = ("seed", "seeds", "base_seed", "random_state")
+
+#: The CSS every styled table carries: padded cells, right-aligned numbers, a rule under the header.
+CELL_CSS = [
+    {"selector": "th, td", "props": [("padding", "0.3em 0.8em"), ("text-align", "right"),
+                                     ("white-space", "nowrap")]},
+    {"selector": "th", "props": [("border-bottom", "1px solid #888"), ("font-weight", "600")]},
+    {"selector": "td:first-child, th:first-child", "props": [("text-align", "left")]},
+    {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
+                                      ("font-size", "0.9em"), ("padding-top", "0.4em")]},
+]
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def format_number(value: object, decimals: int = 2) -> str:
+    """One number as the book prints it.
+
+    Integers get thousands separators; a real is rounded to ``decimals`` places, except where
+    that would print 0.00 for a non-zero value or more than 7 digits before the point: then it
+    is written with three significant digits as ``4.19 × 10⁻⁵``. NaN and None give "n/a";
+    booleans "yes"/"no"; anything else ``str(value)``.
+    """
+    if isinstance(decimals, bool) or not isinstance(decimals, Integral) or decimals < 0:
+        raise ValueError(f"decimals must be a non-negative integer, got {decimals!r}")
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Integral):
+        return f"{int(value):,}"
+    if isinstance(value, Real):
+        v = float(value)
+        if math.isnan(v):
+            return "n/a"
+        if math.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        if v != 0 and (abs(v) < 0.5 * 10.0 ** (-decimals) or abs(v) >= 1e7):
+            mantissa, exponent = f"{v:.2e}".split("e")
+            return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+        return f"{v:,.{decimals}f}"
+    return str(value)
+
+
+def _decimals_for(decimals: int | Mapping[str, int], col: str) -> int:
+    return decimals.get(col, 2) if isinstance(decimals, Mapping) else decimals
+
+
+def _check_columns(df: pd.DataFrame, arg: str, names) -> None:
+    unknown = [c for c in names if c not in df.columns]
+    if unknown:
+        raise KeyError(f"{arg} names columns that are not in the table: {unknown}; "
+                       f"the table's columns are {list(df.columns)}")
+
+
+def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: Sequence[str] = (),
+          decimals: int | Mapping[str, int] = 2, sd: Mapping[str, str] | None = None,
+          n: str | int | None = None, na: str | None = None, seeds: Sequence[str] | None = None,
+          caption: str | None = None) -> Styler:
+    """Style a result table the book's way (see the module's docstring).
+
+    Args:
+        df: the table, one row per result; its index is not shown (``reset_index()`` first if
+            it holds a column the reader needs).
+        units: header suffix per column, e.g. ``{"time": "s"}`` gives the header "time (s)".
+        percent: columns holding fractions in [0, 1], shown as percentages ("73.2 %").
+        decimals: places after the point, for all columns or per column (default 2; a percentage
+            column counts places of the percentage).
+        sd: for a column of means, the column holding its standard deviation over seeds; both
+            are shown in one cell, "mean ± sd (n seeds)", and the sd column is not shown.
+        n: the number of seeds behind each row: a column name, or one integer for all rows.
+            Required with ``sd``. Where n is 1 the cell reads "value (1 seed)" with no spread.
+        na: the footnote explaining the "n/a" cells (e.g. "not run at this scale"); required
+            when the table has a missing value, so that no NaN appears unexplained.
+        seeds: the seed columns to drop (default: any column named seed, seeds, base_seed or
+            random_state, any case). Seeds are identifiers; the count goes in ``n``.
+        caption: a caption under the table; the "n/a" footnote is appended to it.
+
+    Returns:
+        A ``pandas.io.formats.style.Styler``: display it, or call ``.to_html()``.
+
+    Raises:
+        TypeError: ``df`` is not a DataFrame.
+        KeyError: ``units``, ``percent``, ``sd``, ``n`` or ``seeds`` names a column the table lacks.
+        ValueError: a ``percent`` column holds a value outside [0, 1]; ``sd`` without ``n``; an
+            ``n`` below 1; a missing value and no ``na`` footnote; an integer column that looks
+            like a seed (values of 2³¹ and more) under another name.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}; wrap it: pd.DataFrame(...)")
+    units = dict(units or {})
+    sd = dict(sd or {})
+    percent = list(percent)
+    _check_columns(df, "units", units)
+    _check_columns(df, "percent", percent)
+    _check_columns(df, "sd", list(sd) + list(sd.values()))
+    if isinstance(decimals, Mapping):
+        _check_columns(df, "decimals", decimals)
+        for d in decimals.values():
+            format_number(0.0, d)
+    else:
+        format_number(0.0, decimals)
+    if sd and n is None:
+        raise ValueError("sd needs n: the number of seeds behind each mean (a column name or an integer)")
+
+    table = df.reset_index(drop=True).copy()
+    if seeds is None:
+        drop = [c for c in table.columns if str(c).lower() in SEED_COLUMNS]
+    else:
+        _check_columns(df, "seeds", list(seeds))
+        drop = list(seeds)
+
+    n_per_row: pd.Series | None = None
+    if isinstance(n, str):
+        _check_columns(df, "n", [n])
+        n_per_row = table[n]
+        drop.append(n)
+    elif n is not None:
+        if isinstance(n, bool) or not isinstance(n, Integral):
+            raise ValueError(f"n must be a column name or an integer number of seeds, got {n!r}")
+        n_per_row = pd.Series([int(n)] * len(table))
+    if n_per_row is not None and (n_per_row.isna().any() or (n_per_row < 1).any()):
+        raise ValueError(f"n must be at least 1 seed in every row, got {n_per_row.tolist()}")
+
+    for col in table.columns:
+        if col in drop or col in sd.values() or not pd.api.types.is_integer_dtype(table[col]):
+            continue
+        if (table[col].abs() >= 2**31).any():
+            raise ValueError(f"column {col!r} holds integers of 2^31 and more, which look like seeds; seeds are "
+                             f"never shown: name it in seeds=[...] (it is dropped) or convert it")
+
+    for col in percent:
+        vals = pd.to_numeric(table[col], errors="coerce")
+        if ((vals < 0) | (vals > 1)).any():
+            raise ValueError(f"percent column {col!r} must hold fractions in [0, 1] (0.73 for 73 %), "
+                             f"got values from {vals.min()} to {vals.max()}")
+
+    missing = table.drop(columns=drop + list(sd.values())).isna().any().any()
+    if missing and not na:
+        raise ValueError("the table has missing values: pass na='<why they are missing>' (shown as a footnote "
+                         "to the 'n/a' cells), or drop the rows or columns")
+
+    shown = pd.DataFrame(index=table.index)
+    for col in table.columns:
+        if col in drop or col in sd.values():
+            continue
+        d = _decimals_for(decimals, col)
+        scale, suffix = (100.0, " %") if col in percent else (1.0, "")
+
+        def cell(i: int, col=col, d=d, scale=scale, suffix=suffix) -> str:
+            v = table.at[i, col]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                return "n/a"
+            if not isinstance(v, (Real, bool)) or isinstance(v, bool) or scale == 1.0:
+                text = format_number(v, d)
+            else:
+                text = format_number(float(v) * scale, d)
+            if isinstance(v, (Real,)) and not isinstance(v, bool):
+                text += suffix
+            if col in sd:
+                k = int(n_per_row[i])
+                s = table.at[i, sd[col]]
+                if k > 1 and not (s is None or (isinstance(s, float) and math.isnan(s))):
+                    text = f"{format_number(float(v) * scale, d)} ± {format_number(float(s) * scale, d)}{suffix}"
+                text += f" ({k} seed{'s' if k > 1 else ''})"
+            return text
+
+        header = f"{col} ({units[col]})" if col in units else str(col)
+        shown[header] = [cell(i) for i in table.index]
+
+    notes = [caption] if caption else []
+    if missing:
+        notes.append(f"n/a: {na}")
+    styler = shown.style.hide(axis="index").set_table_styles(CELL_CSS)
+    if notes:
+        styler = styler.set_caption(" ".join(notes))
+    return styler

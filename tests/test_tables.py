@@ -1,0 +1,80 @@
+"""flprivacy.tables.style: the book's one table style (issue 23)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flprivacy.tables import format_number, style
+
+
+def cells(styler) -> list[list[str]]:
+    return styler.data.values.tolist()
+
+
+def test_format_number():
+    assert format_number(0.12345) == "0.12"
+    assert format_number(12345) == "12,345"
+    assert format_number(np.int64(7)) == "7"
+    assert format_number(4.186e-05) == "4.19 × 10⁻⁵"      # would be 0.00: three significant digits
+    assert format_number(3.87e18) == "3.87 × 10¹⁸"
+    assert format_number(float("nan")) == "n/a" and format_number(None) == "n/a"
+    assert format_number(True) == "yes" and format_number(np.bool_(False)) in ("no", "False")
+    assert format_number(0.0) == "0.00"
+    assert format_number(1.5, 0) == "2"
+    with pytest.raises(ValueError, match="decimals"):
+        format_number(1.0, -1)
+
+
+def test_style_reads_like_a_table_in_a_textbook():
+    df = pd.DataFrame({"attack": ["model-based", "gradient"], "seed": [2**62, 3],
+                       "accuracy": [0.731, 0.5], "accuracy_sd": [0.011, 0.0], "n_seeds": [3, 1],
+                       "time": [4.186e-05, 12.3456], "other": [np.nan, 2.0]}, index=[5, 9])
+    s = style(df, percent=["accuracy"], sd={"accuracy": "accuracy_sd"}, n="n_seeds", units={"time": "s"},
+              na="not run at this scale", decimals={"accuracy": 1})
+    assert list(s.data.columns) == ["attack", "accuracy", "time (s)", "other"]   # no seed, sd or n column
+    assert cells(s) == [["model-based", "73.1 ± 1.1 % (3 seeds)", "4.19 × 10⁻⁵", "n/a"],
+                        ["gradient", "50.0 % (1 seed)", "12.35", "2.00"]]        # no "± 0.0" for one seed
+    html = s.to_html()
+    assert "n/a: not run at this scale" in html                                  # the footnote
+    assert "padding" in html                                                     # cells do not run together
+    assert "nan" not in html.lower().replace("nanosec", "") and ">5<" not in html and ">9<" not in html
+    assert str(2**62) not in html
+
+
+def test_n_as_an_integer_and_no_missing_values_needs_no_footnote():
+    df = pd.DataFrame({"m": ["a"], "acc": [0.9], "acc_sd": [0.05]})
+    s = style(df, percent=["acc"], sd={"acc": "acc_sd"}, n=5)
+    assert cells(s) == [["a", "90.00 ± 5.00 % (5 seeds)"]]
+    assert "n/a" not in s.to_html()
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(units={"nope": "s"}), KeyError, "units"),
+    (dict(percent=["nope"]), KeyError, "percent"),
+    (dict(sd={"acc": "nope"}, n=3), KeyError, "sd"),
+    (dict(sd={"acc": "acc"}), ValueError, "sd needs n"),
+    (dict(n=0), ValueError, "at least 1"),
+    (dict(n="nope"), KeyError, "n names"),
+    (dict(decimals=-2), ValueError, "decimals"),
+    (dict(decimals={"nope": 1}), KeyError, "decimals"),
+    (dict(seeds=["nope"]), KeyError, "seeds"),
+])
+def test_bad_arguments_name_themselves(kwargs, error, words):
+    df = pd.DataFrame({"m": ["a"], "acc": [0.5]})
+    with pytest.raises(error, match=words):
+        style(df, **kwargs)
+
+
+def test_bad_tables_are_refused_with_the_fix():
+    with pytest.raises(TypeError, match="DataFrame"):
+        style([[1, 2]])
+    with pytest.raises(ValueError, match="fractions in \\[0, 1\\]"):
+        style(pd.DataFrame({"acc": [73.0]}), percent=["acc"])
+    with pytest.raises(ValueError, match="na="):
+        style(pd.DataFrame({"acc": [np.nan, 0.2]}))
+    with pytest.raises(ValueError, match="look like seeds"):
+        style(pd.DataFrame({"run_id": [3_870_000_000_000_000_000 // 1000]}))
+    # a seed column under another name is dropped when named
+    assert list(style(pd.DataFrame({"rng": [2**40], "v": [1.0]}), seeds=["rng"]).data.columns) == ["v"]
