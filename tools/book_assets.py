@@ -1,0 +1,97 @@
+"""A Sphinx extension for the book's weight and console (issue 23).
+
+- MathJax served from the build itself (math renders offline), but only the parts a page can
+  load: the single component ``tex-chtml.js`` with its CommonHTML fonts, and the TeX extensions
+  it autoloads (``\\boldsymbol``, ``\\color``, ...) and the accessibility modules its menu loads
+  on demand: about 1.9 MB instead of the whole 24 MB distribution (the speech-rule engine
+  ``sre/``, the SVG and MathML outputs and the ``*-full`` bundles are never loaded by a page).
+  The files come from the installed ``sphinx-mathjax-offline`` package (MathJax 3).
+- No source maps: ``*.map`` files are removed from the build and the ``sourceMappingURL``
+  comments that point at them stripped (a reader's browser never needs them).
+- Each script once: sphinx-thebe adds its inline configuration (``const THEBE_JS_URL = ...``)
+  once with filename None and once with '' (sphinx-togglebutton's too), so a page carried it twice and log "Identifier
+  'THEBE_JS_URL' has already been declared". Duplicate scripts are dropped from every page.
+
+Loaded from ``_config.yml`` (``sphinx.local_extensions``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from importlib.util import find_spec
+from pathlib import Path
+
+# MathJax paths (relative to its distribution folder) a page may load.
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "a11y", "ui")
+
+
+def mathjax_source() -> Path:
+    spec = find_spec("sphinx-mathjax-offline")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("MathJax files not found: install sphinx-mathjax-offline (requirements.txt)")
+    return Path(spec.origin).parent / "static" / "mathjax"
+
+
+def copy_mathjax(app, exc) -> None:
+    if exc is not None or app.builder.format != "html":
+        return
+    src, dst = mathjax_source(), Path(app.outdir) / "_static" / "mathjax"
+    if dst.exists():
+        shutil.rmtree(dst)
+    for part in MATHJAX_PARTS:
+        s, d = src / part, dst / part
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d, ignore=shutil.ignore_patterns("*.map"))
+        else:
+            shutil.copy2(s, d)
+
+
+_MAP_COMMENT = re.compile(r"\n?(//# sourceMappingURL=\S+|/\*# sourceMappingURL=\S+ \*/)\s*$")
+
+
+def drop_source_maps(app, exc) -> None:
+    if exc is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for f in static.rglob("*.map"):
+        f.unlink()
+    for f in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        text = f.read_text(errors="surrogateescape")
+        new = _MAP_COMMENT.sub("", text)
+        if new != text:
+            f.write_text(new, errors="surrogateescape")
+
+
+def _dedupe(scripts: list) -> None:
+    seen, kept = set(), []
+    for js in scripts:
+        attrs = getattr(js, "attributes", {}) or {}
+        key = (str(getattr(js, "filename", js) or ""), attrs.get("body"), tuple(sorted((k, str(v)) for k, v in attrs.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(js)
+    scripts[:] = kept
+
+
+def dedupe_builder_scripts(app, env) -> None:
+    # After every source is read (sphinx-thebe adds its scripts then), before any page is written.
+    if hasattr(app.builder, "_js_files"):
+        _dedupe(app.builder._js_files)
+
+
+def dedupe_page_scripts(app, pagename, templatename, context, doctree) -> None:
+    if context.get("script_files"):
+        _dedupe(context["script_files"])
+
+
+def setup(app):
+    app.config.mathjax_path = "mathjax/tex-chtml.js"
+    app.connect("env-updated", dedupe_builder_scripts, priority=900)
+    # Early: html-page-context stops at the first listener that returns a template name.
+    app.connect("html-page-context", dedupe_page_scripts, priority=100)
+    app.connect("build-finished", copy_mathjax)
+    app.connect("build-finished", drop_source_maps)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
