@@ -24,7 +24,7 @@ ifneq ($(strip $(FLPRIVACY_DATA_DIR)),)
 endif
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce help install book book-fresh browser test test-seeds clean
+.PHONY: reproduce help install book book-cache book-fresh browser test test-seeds clean
 
 help:
 	@echo "make book   - install, execute the chapters whose code changed and build the HTML book into _build/html"
@@ -52,12 +52,15 @@ install: $(STAMP)
 BOOK_INPUTS = { cat requirements.txt requirements-flower.txt pyproject.toml $$(find src -name '*.py' | sort); \
                 echo "$${FLPRIVACY_SCALE:-} $${FLPRIVACY_SEED:-} $${FLPRIVACY_DATA_DIR:-}"; } | sha256sum | cut -c1-16
 
-book: install
+# The cache may only hold executions of the current inputs: empty it when they change.
+book-cache:
 	@mkdir -p _build; now=$$($(BOOK_INPUTS)); \
 	if [ "$$now" != "$$(cat _build/.book-inputs 2>/dev/null)" ]; then \
 	  echo "library, versions, scale, seed or data folder changed: executing every chapter"; \
-	  rm -rf _build/.jupyter_cache; fi; \
-	$(BIN)/jupyter-book build --all -W -n --keep-going . && echo "$$now" > _build/.book-inputs
+	  rm -rf _build/.jupyter_cache; fi; echo "$$now" > _build/.book-inputs
+
+book: install book-cache
+	$(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
 book-fresh:
@@ -73,10 +76,17 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium not installed and not root: the browser test will be skipped"; fi; }
 
-# pytest runs two workers (pyproject.toml); one math thread each keeps them from fighting over
-# the cores (set OMP_NUM_THREADS yourself to override).
-test: install browser
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest
+# Each chapter executes once: pytest (two workers, pyproject.toml; one math thread each) runs the
+# unit tests and every notebook under nbval, storing each passing notebook's execution in the
+# book's cache (conftest.py); the book build then only renders, and the browser test checks
+# the pages on two workers. The build's and the browser test's failures both count.
+test: install browser book-cache
+	export OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1}; rc=0; \
+	FLPRIVACY_CACHE_EXECUTIONS=_build/.jupyter_cache $(BIN)/python -m pytest --ignore=tests/test_site.py || rc=1; \
+	$(BIN)/jupyter-book build --all -W -n --keep-going . >_build/book-build.log 2>&1 \
+	  || { rc=1; echo "the book build fails (-W -n): see _build/book-build.log"; grep -E "WARNING|ERROR" _build/book-build.log | head -40; }; \
+	FLPRIVACY_SITE=_build/html $(BIN)/python -m pytest tests/test_site.py || rc=1; \
+	exit $$rc
 
 # The chapters' checks must hold for any seed: run every notebook under two other base seeds.
 test-seeds: install
