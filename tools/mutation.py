@@ -47,6 +47,16 @@ def load(path: Path) -> tuple[list[Mutant], list[str] | None]:
     return list(mod.MUTANTS), getattr(mod, "TESTS", None)
 
 
+def with_this_python(cmd: list[str]) -> list[str]:
+    """The command with its interpreter replaced by the one running this tool (``sys.executable``):
+    a first element naming a Python (``.../python``, ``python3``, ``python3.11``) is swapped, so that
+    mutant files never depend on one checkout's virtual environment."""
+    first = Path(cmd[0]).name
+    if first == "python" or (first.startswith("python") and first[6:].replace(".", "").isdigit()):
+        return [sys.executable, *cmd[1:]]
+    return list(cmd)
+
+
 def run_one(m: Mutant, cmd: list[str], timeout: float) -> dict:
     f = ROOT / m.file
     src = f.read_text()
@@ -83,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = cmd_override or tests
         if not cmd:
             raise SystemExit(f"{path}: no TESTS command in the file and none after `--`")
+        cmd = with_this_python(cmd)
         for m in mutants:
             if args.only and m.name not in args.only:
                 continue

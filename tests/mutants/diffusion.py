@@ -8,11 +8,13 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 DIF = "src/flprivacy/diffusion.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_diffusion.py"]
 
 MUTANTS = [
