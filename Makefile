@@ -86,7 +86,7 @@ test: install browser book-cache
 	FLPRIVACY_CACHE_EXECUTIONS=_build/.jupyter_cache $(BIN)/python -m pytest --ignore=tests/test_site.py || rc=1; \
 	$(BIN)/jupyter-book build --all -W -n --keep-going . >_build/book-build.log 2>&1 \
 	  || { rc=1; echo "the book build fails (-W -n): see _build/book-build.log"; grep -E "WARNING|ERROR" _build/book-build.log | head -40; }; \
-	FLPRIVACY_SITE=_build/html $(BIN)/python -m pytest tests/test_site.py || rc=1; \
+	FLPRIVACY_SITE=_build/html $(BIN)/python -m pytest --dist loadgroup tests/test_site.py || rc=1; \
 	exit $$rc
 
 # The chapters' checks must hold for any seed: run every notebook under two other base seeds.

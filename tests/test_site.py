@@ -12,6 +12,18 @@ opens every page of the table of contents in Debian's ``chromium`` and checks wh
 - every link between the book's pages resolves;
 - screenshots of the key pages are saved (``_build/site-test/``, or ``$FLPRIVACY_ARTIFACTS``).
 
+Then, page by page (one test per page and check, so that pytest-xdist spreads the pages over its
+workers: ``--dist loadgroup`` keeps a page's checks on one worker, which renders it once), what a
+reader sees with every solution opened (the hidden dropdowns are opened by a probe script in a
+copy of the page, and MathJax typesets them):
+
+- no raw TeX anywhere in the text (``\\(``, ``$$``, ``\\frac``, ``\\cos``, ...), solutions included;
+- no table cell reading NaN, None or "..." (a truncated or unexplained table);
+- no error in the browser console (a script error, a failed resource, a duplicate declaration);
+- no image shown at less than half its natural width (unreadable tick labels);
+- at 400 px wide (a phone) no horizontal overflow of the page: wide content scrolls inside its
+  own box; a screenshot of every chapter at 400 px is saved for review.
+
 Without ``chromium`` the test is skipped with the reason, except in CI (``CI`` set), where it fails:
 ``make test`` installs it (``make browser``).
 """
@@ -151,61 +163,230 @@ def source_of(doc: str) -> str:
     raise FileNotFoundError(f"{doc} of _toc.yml has no .ipynb or .md source")
 
 
-def test_every_page_renders_offline_with_math_figures_and_working_links(site, artifacts):
+@pytest.mark.parametrize("doc", [pytest.param(d, id=d, marks=pytest.mark.xdist_group(d)) for d in toc_files()])
+def test_page_renders_offline_with_math_figures_and_working_links(site, artifacts, doc):
     exe = chromium()
-    profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
     problems: list[str] = []
-    pages = toc_files()
-    for doc in pages:
-        page = site / (doc + ".html")
-        if not page.is_file():
-            problems.append(f"{doc}: page {page.name} was not built")
+    page = site / (doc + ".html")
+    assert page.is_file(), f"{doc}: page {page.name} was not built"
+    _, dom = rendered(site, doc)   # MathJax retried with longer budgets on a busy machine
+    parsed = Page()
+    parsed.feed(dom)
+    text = html.unescape(" ".join(parsed.text))
+    raw = [text[max(0, m.start() - 40):m.end() + 40] for m in RAW_MATH.finditer(text)]
+    src = source_of(doc)
+    if raw:
+        problems.append(f"{doc}: {len(raw)} raw LaTeX delimiters in the rendered text (math not typeset "
+                        f"offline), e.g. {raw[:2]}")
+    if re.search(r"\$[^$]+\$|\\\(|\\begin\{", src) and parsed.math == 0:
+        problems.append(f"{doc}: its source has math but the page shows no typeset formula")
+    if parsed.errors or "Traceback (most recent call last)" in dom:
+        problems.append(f"{doc}: a cell shows an error or a traceback ({parsed.errors[:3]})")
+    content_images = [s for s in parsed.images if not s.startswith("data:") and "_static" not in s]
+    inline_images = [s for s in parsed.images if s.startswith("data:image")]
+    for src_ in parsed.images:
+        if src_.startswith("data:"):
             continue
-        # MathJax typesets asynchronously; on a slow or busy machine it may not have finished
-        # within Chromium's virtual-time budget, so a page with raw delimiters is loaded again
-        # with longer budgets before it counts as a failure (offline math that never renders
-        # fails all three).
-        for budget in (20000, 60000, 180000):
-            dom = render(exe, page, profile, budget)
-            parsed = Page()
-            parsed.feed(dom)
-            text = html.unescape(" ".join(parsed.text))
-            raw = [text[max(0, m.start() - 40):m.end() + 40] for m in RAW_MATH.finditer(text)]
-            if not raw:
-                break
-        src = source_of(doc)
-        if raw:
-            problems.append(f"{doc}: {len(raw)} raw LaTeX delimiters in the rendered text (math not typeset "
-                            f"offline), e.g. {raw[:2]}")
-        if re.search(r"\$[^$]+\$|\\\(|\\begin\{", src) and parsed.math == 0:
-            problems.append(f"{doc}: its source has math but the page shows no typeset formula")
-        if parsed.errors or "Traceback (most recent call last)" in dom:
-            problems.append(f"{doc}: a cell shows an error or a traceback ({parsed.errors[:3]})")
-        content_images = [s for s in parsed.images if not s.startswith("data:") and "_static" not in s]
-        inline_images = [s for s in parsed.images if s.startswith("data:image")]
-        for src_ in parsed.images:
-            if src_.startswith("data:"):
-                continue
-            target = (page.parent / unquote(urlparse(src_).path)).resolve()
-            if not target.is_file() or target.stat().st_size == 0:
-                problems.append(f"{doc}: image {src_} missing or empty")
-        if doc.startswith("book/part") and re.search(r"plt\.show\(\)|imshow\(|show_images\(", src) \
-                and not (content_images or inline_images):
-            problems.append(f"{doc}: the chapter draws figures but the page shows none")
-        for href in parsed.links:
-            u = urlparse(href)
-            if u.scheme or href.startswith(("#", "mailto:")) or not u.path:
-                continue
-            target = (page.parent / unquote(u.path)).resolve()
-            if not target.exists():
-                problems.append(f"{doc}: link {href} does not resolve")
-        if doc in KEY_PAGES:
-            shot = artifacts / "screenshots" / (doc.replace("/", "_") + ".png")
+        target = (page.parent / unquote(urlparse(src_).path)).resolve()
+        if not target.is_file() or target.stat().st_size == 0:
+            problems.append(f"{doc}: image {src_} missing or empty")
+    if doc.startswith("book/part") and re.search(r"plt\.show\(\)|imshow\(|show_images\(", src) \
+            and not (content_images or inline_images):
+        problems.append(f"{doc}: the chapter draws figures but the page shows none")
+    for href in parsed.links:
+        u = urlparse(href)
+        if u.scheme or href.startswith(("#", "mailto:")) or not u.path:
+            continue
+        target = (page.parent / unquote(u.path)).resolve()
+        if not target.exists():
+            problems.append(f"{doc}: link {href} does not resolve")
+    if doc in KEY_PAGES or doc.startswith("book/part"):
+        shot = artifacts / "screenshots" / (doc.replace("/", "_") + ".png")
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
             subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
                             "--proxy-server=127.0.0.1:9", "--window-size=1280,1600", f"--screenshot={shot}",
                             page.as_uri()], capture_output=True, timeout=120)
-            if not shot.is_file() or shot.stat().st_size == 0:
-                problems.append(f"{doc}: no screenshot")
-    (artifacts / "report.json").write_text(json.dumps({"site": str(site), "pages": pages, "problems": problems},
-                                                      indent=1))
-    assert not problems, f"{len(problems)} problems in the rendered book:\n" + "\n".join(problems)
+        if not shot.is_file() or shot.stat().st_size == 0:
+            problems.append(f"{doc}: no screenshot")
+    assert not problems, f"{len(problems)} problems in the rendered page:\n" + "\n".join(problems)
+
+
+def test_site_weight(site):
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+    maps = [str(f.relative_to(site)) for f in site.rglob("*.map")]
+    assert not maps, f"source maps shipped: {maps[:5]}"
+    mathjax = site / "_static" / "mathjax"
+    assert (mathjax / "tex-chtml.js").is_file(), "MathJax (tex-chtml.js) is not inside the build: math needs the network"
+    assert not (mathjax / "sre").exists(), "the whole MathJax distribution is shipped (tools/book_assets.py not loaded?)"
+    assert size < 15 * 2**20, f"_build/html is {size / 2**20:.1f} MB; the bar is 15 MB"
+
+
+# --- per page: what a reader sees, solutions opened (issue 23) --------------------------------
+
+# The probe: first in <head>, it records every console error and uncaught error (a script parse
+# error such as a duplicate `const` included); after load it opens every hidden solution, lets
+# MathJax typeset them, then measures tables, images and overflow and writes its findings into
+# the DOM (body[data-flp]) for --dump-dom to return.
+PROBE_HEAD = """<script>window.__flp = {errors: []};
+addEventListener('error', e => __flp.errors.push(e.message ? (e.message + ' (' + String(e.filename || '').split('/').pop()
+  + ':' + e.lineno + ')') : ('resource failed to load: ' + ((e.target && (e.target.src || e.target.href)) || '?'))), true);
+(function () { const o = console.error; console.error = function (...a) { __flp.errors.push(a.map(String).join(' '));
+  return o.apply(console, a); }; })();</script>"""
+PROBE_BODY = """<script>addEventListener('load', () => setTimeout(async () => {
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  try { if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; await MathJax.typesetPromise(); } }
+  catch (err) { __flp.errors.push('MathJax: ' + err); }
+  const r = {errors: __flp.errors, cells: [], images: [], overflow: [], width: innerWidth,
+             scrollWidth: document.documentElement.scrollWidth, solutions: document.querySelectorAll('.solution').length};
+  document.querySelectorAll('table').forEach((t, k) => t.querySelectorAll('td, th').forEach(c => {
+    const x = c.textContent.trim();
+    if (/^(nan|NaN|None|<NA>|NaT|\\.\\.\\.|\\u2026)$/.test(x)) r.cells.push('table ' + (k + 1) + ': ' + JSON.stringify(x));
+  }));
+  document.querySelectorAll('img').forEach(i => { if (i.naturalWidth > 0 && i.clientWidth > 0 && i.clientWidth < i.naturalWidth / 2)
+    r.images.push(String(i.getAttribute('src')).slice(-60) + ' shown at ' + i.clientWidth + ' of ' + i.naturalWidth + ' px'); });
+  const scrolls = el => { for (let a = el.parentElement; a; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; } return false; };
+  const seen = new Set();
+  document.querySelectorAll('article.bd-article *, article *').forEach(el => { const b = el.getBoundingClientRect();
+    if (b.width > 0 && b.right > innerWidth + 1 && !scrolls(el)) {
+      const d = el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
+      if (!seen.has(d)) { seen.add(d); r.overflow.push(d + ' (right edge ' + Math.round(b.right) + ' px)'); } } });
+  document.body.setAttribute('data-flp', JSON.stringify(r));
+}, 500));</script>"""
+
+RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\(?:frac|mathbb|mathcal|mathrm|mathbf|boldsymbol|operatorname|sum|prod|int|cos|sin|"
+                     r"log|exp|theta|alpha|beta|gamma|delta|eta|lambda|sigma|mu|nabla|partial|left|right|top|cdot|"
+                     r"le|ge|leq|geq|in|hat|tilde|bar|text|begin|end|sqrt|infty|approx|times)(?![A-Za-z])")
+
+
+PHONE = 400   # px; Chromium's headless window is at least 500 px wide, so a phone is an iframe
+
+
+def _phone_wrapper(page: Path, target: Path, height: int) -> Path:
+    """A page holding ``target`` in a PHONE-wide iframe; copies the probe's findings to its body."""
+    wrap = page.with_name(f".phone-{os.getpid()}-{target.name}")
+    wrap.write_text(f"""<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
+<iframe id="f" src="{target.name}" style="width:{PHONE}px;height:{height}px;border:0"></iframe>
+<script>setInterval(() => {{ try {{ const v = document.getElementById('f').contentDocument.body.getAttribute('data-flp');
+  if (v) document.body.setAttribute('data-flp', v); }} catch (e) {{}} }}, 200);</script></body></html>""")
+    return wrap
+
+
+def _probe(site: Path, doc: str, width: int, budget_ms: int) -> tuple[dict, str]:
+    exe = chromium()
+    page = site / (doc + ".html")
+    text = page.read_text()
+    probe = page.with_name(f".probe-{os.getpid()}-{width}-{page.name}")
+    probe.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_BODY + "</body>", 1))
+    opened = _phone_wrapper(page, probe, 1200) if width <= PHONE else probe
+    try:
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+            r = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
+                                f"--window-size={max(width, 500)},1200", "--proxy-server=127.0.0.1:9",
+                                "--allow-file-access-from-files", "--dump-dom", opened.as_uri()],
+                               capture_output=True, text=True, timeout=240)
+    finally:
+        probe.unlink(missing_ok=True)
+        opened.unlink(missing_ok=True)
+    m = re.search(r'<body[^>]*data-flp="([^"]*)"', r.stdout)
+    return (json.loads(html.unescape(m.group(1))) if m else {}), r.stdout
+
+
+_RENDERED: dict[tuple[str, int], tuple[dict, str]] = {}
+
+
+def rendered(site: Path, doc: str, width: int = 1280) -> tuple[dict, str]:
+    """The probe's findings and the DOM, for the page at a window width (retried with longer
+    budgets while MathJax or the probe has not finished on a busy machine)."""
+    if (doc, width) not in _RENDERED:
+        for budget in (20000, 60000, 180000):
+            found, dom = _probe(site, doc, width, budget)
+            parsed = Page()
+            parsed.feed(dom)
+            if found and not RAW_MATH.search(html.unescape(" ".join(parsed.text))):
+                break
+        _RENDERED[(doc, width)] = (found, dom)
+    return _RENDERED[(doc, width)]
+
+
+# Pages that failed a check when it was written (2026-11-24), to be fixed in the chapters; each
+# is xfail(strict=False): a fixed page shows as XPASS, and then leaves this list.
+STILL_FAILING: dict[str, set[str]] = {
+    "raw_tex": set(),
+    "tables": set(),
+    "console": set(),
+    "images": set(),
+    "overflow": set(),
+}
+
+
+def pages_for(check: str) -> list:
+    return [pytest.param(d, id=d, marks=[pytest.mark.xdist_group(d)]
+                         + ([pytest.mark.xfail(strict=False, reason=f"{d}: known {check} problem, chapter to fix")]
+                            if d in STILL_FAILING[check] else []))
+            for d in toc_files()]
+
+
+def _found(site, doc, width=1280) -> dict:
+    found, _ = rendered(site, doc, width)
+    assert found, f"{doc}: the probe did not finish (the page's scripts never reached 'load' in 180 s)"
+    return found
+
+
+@pytest.mark.parametrize("doc", pages_for("raw_tex"))
+def test_no_raw_tex_with_solutions_open(site, doc):
+    found = _found(site, doc)
+    _, dom = rendered(site, doc)
+    parsed = Page()
+    parsed.feed(dom)
+    text = html.unescape(" ".join(parsed.text))
+    raw, last = [], -1000
+    for m in RAW_TEX.finditer(text):
+        if m.start() > last + 80:   # one excerpt per formula
+            raw.append(" ".join(text[max(0, m.start() - 50):m.end() + 50].split()))
+            last = m.start()
+    assert not raw, f"{doc}: {len(raw)} pieces of raw TeX in the text a reader sees (solutions open: " \
+                    f"{found.get('solutions')}):\n" + "\n".join(raw[:10])
+
+
+@pytest.mark.parametrize("doc", pages_for("tables"))
+def test_tables_show_no_nan_or_ellipsis(site, doc):
+    bad = _found(site, doc)["cells"]
+    assert not bad, f"{doc}: table cells a reader cannot use ({len(bad)}; use flprivacy.tables.style):\n" + \
+                    "\n".join(sorted(set(bad))[:20])
+
+
+@pytest.mark.parametrize("doc", pages_for("console"))
+def test_no_console_errors(site, doc):
+    errors = _found(site, doc)["errors"]
+    assert not errors, f"{doc}: errors in the browser console:\n" + "\n".join(errors[:10])
+
+
+@pytest.mark.parametrize("doc", pages_for("images"))
+def test_images_shown_at_half_their_size_or_more(site, doc):
+    bad = _found(site, doc)["images"]
+    assert not bad, f"{doc}: images shrunk below half their natural width (tick labels unreadable; draw " \
+                    f"one or two panels per row):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("doc", pages_for("overflow"))
+def test_no_horizontal_overflow_on_a_phone(site, artifacts, doc):
+    found = _found(site, doc, width=PHONE)
+    if doc.startswith("book/part"):
+        exe = chromium()
+        page = site / (doc + ".html")
+        shot = artifacts / "screenshots" / (f"{PHONE}px_" + doc.replace("/", "_") + ".png")
+        wrap = _phone_wrapper(page, page, 1600)
+        try:
+            with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+                subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
+                                "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files",
+                                "--window-size=500,1600", f"--screenshot={shot}", wrap.as_uri()],
+                               capture_output=True, timeout=120)
+        finally:
+            wrap.unlink(missing_ok=True)
+        assert shot.is_file() and shot.stat().st_size > 0, f"{doc}: no 400 px screenshot"
+    assert found["scrollWidth"] <= found["width"] + 1 and not found["overflow"], (
+        f"{doc}: at {PHONE} px the page is {found['scrollWidth']} px wide; elements past the right edge (make them "
+        f"wrap or scroll inside their box):\n" + "\n".join(found["overflow"][:15]))

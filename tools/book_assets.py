@@ -11,6 +11,7 @@
 - Each script once: sphinx-thebe adds its inline configuration (``const THEBE_JS_URL = ...``)
   once with filename None and once with '' (sphinx-togglebutton's too), so a page carried it twice and log "Identifier
   'THEBE_JS_URL' has already been declared". Duplicate scripts are dropped from every page.
+- The theme's default colour mode set ("auto"), so a first visit logs no "invalid theme mode".
 
 Loaded from ``_config.yml`` (``sphinx.local_extensions``).
 """
@@ -87,7 +88,16 @@ def dedupe_page_scripts(app, pagename, templatename, context, doctree) -> None:
         _dedupe(context["script_files"])
 
 
+def theme_mode(app, config) -> None:
+    # pydata-sphinx-theme logs "Got invalid theme mode" on a reader's first visit when the
+    # default mode is left empty.
+    # (pydata-sphinx-theme reads it from html_context).
+    config.html_context = {**(config.html_context or {})}
+    config.html_context.setdefault("default_mode", "auto")
+
+
 def setup(app):
+    app.connect("config-inited", theme_mode)
     app.config.mathjax_path = "mathjax/tex-chtml.js"
     app.connect("env-updated", dedupe_builder_scripts, priority=900)
     # Early: html-page-context stops at the first listener that returns a template name.
