@@ -10,6 +10,11 @@ and only renders it. A notebook with a failing cell is not stored (the build wou
 again and stop on the same error).
 
 Without the variable (a single notebook run by hand) nothing is written.
+
+Scheduling: pytest-xdist (``--dist loadfile``) hands files to its workers in collection order,
+so the notebooks are collected first, longest first (their last execution time, read from the
+book's cache; by size when unknown), and the many short unit-test files fill the end: no long
+notebook is left to run alone while the other worker idles.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import copy
 import fcntl
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +31,37 @@ CACHE_ENV = "FLPRIVACY_CACHE_EXECUTIONS"
 
 _outputs: dict[str, dict[int, list]] = {}   # notebook path -> {cell index: outputs}
 _failed: set[str] = set()
+_started: dict[str, float] = {}
+ROOT = Path(__file__).resolve().parent
+BOOK_CACHE = ROOT / "_build" / ".jupyter_cache"
+
+
+def _last_seconds() -> dict[str, float]:
+    """Each notebook's last execution time (s), from the book's cache (empty when there is none)."""
+    if not (BOOK_CACHE / "global.db").is_file():
+        return {}
+    try:
+        from jupyter_cache import get_cache
+        return {str(Path(r.uri).resolve()): float((r.data or {}).get("execution_seconds", 0))
+                for r in get_cache(str(BOOK_CACHE)).list_cache_records()}
+    except Exception:   # an unreadable cache only loses the ordering
+        return {}
+
+
+def pytest_collection_modifyitems(session, config, items):
+    seconds = _last_seconds()
+
+    def path(item) -> str:
+        return str(Path(str(item.fspath)).resolve())
+
+    def key(item):
+        p = path(item)
+        if p.endswith(".ipynb"):
+            return (0, -seconds.get(p, 0.0), -Path(p).stat().st_size)
+        return (1, 0.0, 0)
+
+    order = {p: i for i, p in enumerate(dict.fromkeys(path(it) for it in items))}
+    items.sort(key=lambda it: (*key(it), order[path(it)]))
 
 
 def _is_nbval_cell(item) -> bool:
@@ -38,6 +75,7 @@ def pytest_runtest_makereport(item, call):
         return
     report = outcome.get_result()
     path = str(item.parent.fspath)
+    _started.setdefault(path, time.perf_counter())
     if report.failed:
         _failed.add(path)
     if call.when == "call" and report.passed:
@@ -63,7 +101,7 @@ def pytest_runtest_teardown(item, nextitem):
         for out in cell.outputs:
             if "execution_count" in out:
                 out["execution_count"] = i + 1
-    store(nb, Path(path), Path(os.environ[CACHE_ENV]))
+    store(nb, Path(path), Path(os.environ[CACHE_ENV]), time.perf_counter() - _started.pop(path, time.perf_counter()))
 
 
 def merge_streams(outputs: list) -> list:
@@ -79,14 +117,15 @@ def merge_streams(outputs: list) -> list:
     return merged
 
 
-def store(nb, source: Path, cache_dir: Path) -> None:
+def store(nb, source: Path, cache_dir: Path, seconds: float = 0.0) -> None:
     """Commit an executed notebook to the jupyter-cache at ``cache_dir`` (one writer at a time)."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    cache_dir = cache_dir if cache_dir.is_absolute() else Path(__file__).resolve().parent / cache_dir
+    cache_dir = cache_dir if cache_dir.is_absolute() else ROOT / cache_dir
     cache_dir.mkdir(parents=True, exist_ok=True)
     with open(cache_dir.parent / ".jupyter_cache.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         get_cache(str(cache_dir)).cache_notebook_bundle(
-            CacheBundleIn(nb, str(source.resolve())), check_validity=True, overwrite=True)
+            CacheBundleIn(nb, str(source.resolve()), data={"execution_seconds": seconds}),
+            check_validity=True, overwrite=True)
