@@ -6,9 +6,9 @@ one reconstruction by a minimum-cost assignment (the Hungarian algorithm,
 :func:`scipy.optimize.linear_sum_assignment`). PSNR and SSIM (Wang et al. 2004) come from
 scikit-image, not from hand-written code.
 
-LPIPS (Zhang et al. 2018), the primary metric of Wilson et al. 2025, needs pretrained AlexNet/VGG
-weights downloaded at run time; they cannot be had offline, so the book reports SSIM and PSNR,
-which Wilson et al. say follow the same trends (§4).
+LPIPS (Zhang et al. 2018), the primary metric of Wilson et al. 2025, is :func:`flprivacy.lpips.lpips`
+(AlexNet, v0.1 heads, from weights shipped in ``data/weights`` and verified against the metric's
+authors' example images). The book's tables report SSIM and PSNR beside it.
 
 All functions take images as tensors ``(n, C, H, W)`` with values in [0, 1].
 """
