@@ -15,7 +15,7 @@ from tools.mutation import Mutant
 DIF = "src/flprivacy/diffusion.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_diffusion.py"]
+         "tests/test_ddrm_closed_form.py", "tests/test_diffusion.py"]
 
 MUTANTS = [
     # ---- the measurement operator H = (B⁺C) ⊗ (B⁺C) ------------------------------------------------
@@ -47,6 +47,22 @@ MUTANTS = [
            "noise_level = torch.where(pos, sigma_y * s_safe,", "σ_y / s_i: multiplied by the singular value"),
     Mutant("ddrm_last_step_noisy", DIF, "t_next = ts[i + 1] if i + 1 < len(ts) else -1",
            "t_next = ts[i + 1] if i + 1 < len(ts) else 0", "the last step must reach σ = 0, not σ_0"),
+    Mutant("ddrm_above_noise_without_eta_b", DIF, "(sn ** 2 - noise_level ** 2 * eta_b ** 2).clamp(min=0)",
+           "(sn ** 2 - noise_level ** 2).clamp(min=0)", "eq. 8 (σ' ≥ σ_y/s_i): variance σ'² - σ_y²/s_i², η_b² dropped"),
+    Mutant("ddrm_init_null_unit_noise", DIF, "sT * torch.randn(ybar.shape, generator=g))",
+           "torch.randn(ybar.shape, generator=g))", "§3.3 init: null space drawn N(0, 1) instead of N(0, σ_T²)"),
+    Mutant("ddrm_init_measured_ignores_sigma_y", DIF, "ybar + (sT ** 2 - noise_level ** 2).clamp(min=0).sqrt()",
+           "ybar + (sT ** 2).sqrt()", "§3.3 init: variance σ_T² instead of σ_T² - σ_y²/s_i²"),
+    Mutant("ddrm_null_coefficient_one_minus_eta", DIF, "null = x0bar + math.sqrt(1 - eta ** 2) * sn",
+           "null = x0bar + (1 - eta) * sn", "eq. 7: √(1-η²) replaced by 1-η"),
+    Mutant("ddrm_below_noise_without_eta", DIF, "/ noise_level.clamp(min=1e-12) + eta * sn * z",
+           "/ noise_level.clamp(min=1e-12) + sn * z", "eq. 8 (σ' < σ_y/s_i): noise σ' instead of ησ'"),
+    Mutant("ddrm_below_toward_xbar", DIF, "* sn * (ybar - x0bar) / noise_level", "* sn * (xbar - x0bar) / noise_level",
+           "eq. 8 (σ' < σ_y/s_i): direction toward x̄_t instead of ȳ"),
+    Mutant("ddrm_next_level_is_current", DIF, "st, sn = sig(t), sig(t_next)", "st, sn = sig(t), sig(t)",
+           "the step's target level σ' = σ_t: no denoising"),
+    Mutant("ddrm_drops_labels", DIF, "eps = _eps(model, x_vp, t, c)[:, 0]",
+           "eps = _eps(model, x_vp, t, torch.full_like(c, NULL_CLASS))[:, 0]", "DDRM ignores the attack's class labels"),
     # ---- DDIM sampler and MDE (eq. 4) ----------------------------------------------------------------
     Mutant("ddim_renoise_with_current_level", DIF, "x = a_next.sqrt() * x0 + (1 - a_next).sqrt() * eps",
            "x = a_next.sqrt() * x0 + (1 - a).sqrt() * eps", "DDIM: re-noised with the current level"),
@@ -54,6 +70,14 @@ MUTANTS = [
            "x0 = (x - (1 - a).sqrt() * eps) / a", "DDIM: x̂_0 divided by ᾱ_t instead of √ᾱ_t"),
     Mutant("ddim_no_gradient", DIF, "return x if grad else x.detach()", "return x.detach()",
            "MDE: the sampler's output detached from X_T"),
+    Mutant("mde_drops_labels", DIF, 'c = _labels(labels, raw.shape[0], "mde")', 'c = _labels(None, raw.shape[0], "mde")',
+           "MDE samples unconditionally: not 'a random image from the target class' (Wilson §3.3)"),
+    Mutant("ddim_drops_labels", DIF, "eps = _eps(model, x.detach(), t, c)",
+           "eps = _eps(model, x.detach(), t, torch.full_like(c, NULL_CLASS))", "the DDIM sampler ignores its labels"),
+    Mutant("eps_labels_not_passed", DIF, "class_labels=labels[i:i + batch]).sample", "class_labels=None).sample",
+           "the network is never given the class"),
+    Mutant("default_label_not_null", DIF, "return torch.full((n,), NULL_CLASS, dtype=torch.long)",
+           "return torch.full((n,), 0, dtype=torch.long)", "no labels: class 0 instead of the unconditional class"),
     Mutant("mde_loss_sign", DIF, "loss = (out - target).pow(2).flatten(1).sum(1).mean()",
            "loss = (out + target).pow(2).flatten(1).sum(1).mean()", "eq. 4: ‖μ - X̂‖² with X̂'s sign flipped"),
     Mutant("mde_ascends", DIF, "        loss.backward()\n        opt.step()\n    return MDEResult",
