@@ -2,15 +2,18 @@
 
 - MathJax served from the build itself (math renders offline), but only the parts a page can
   load: the single component ``tex-chtml.js`` with its CommonHTML fonts, and the TeX extensions
-  it autoloads (``\\boldsymbol``, ``\\color``, ...) and the accessibility modules its menu loads
-  on demand: about 1.9 MB instead of the whole 24 MB distribution (the speech-rule engine
-  ``sre/``, the SVG and MathML outputs and the ``*-full`` bundles are never loaded by a page).
-  The files come from the installed ``sphinx-mathjax-offline`` package (MathJax 3).
+  it autoloads (``\\boldsymbol``, ``\\color``, ...): 2.1 MB instead of the whole 24 MB
+  distribution (the speech-rule engine ``sre/`` and the explorer that needs it, the SVG and
+  MathML outputs and the ``*-full`` bundles are never loaded by a page). The files come from
+  the installed ``sphinx-mathjax-offline`` package (MathJax 3).
+- Nothing a browser never fetches: the theme's translation catalogs (``_static/locales``, used
+  only by Sphinx at build time) and the TrueType copies of the icon fonts whose WOFF2 versions
+  come first in the theme's CSS.
 - No source maps: ``*.map`` files are removed from the build and the ``sourceMappingURL``
   comments that point at them stripped (a reader's browser never needs them).
 - Each script once: sphinx-thebe adds its inline configuration (``const THEBE_JS_URL = ...``)
-  once with filename None and once with '' (sphinx-togglebutton's too), so a page carried it twice and log "Identifier
-  'THEBE_JS_URL' has already been declared". Duplicate scripts are dropped from every page.
+  once with filename None and once with '' (sphinx-togglebutton's too), so a page carried it
+  twice and logged "Identifier 'THEBE_JS_URL' has already been declared". Duplicate scripts are dropped from every page.
 - The theme's default colour mode set ("auto"), so a first visit logs no "invalid theme mode".
 
 Loaded from ``_config.yml`` (``sphinx.local_extensions``).
@@ -24,7 +27,9 @@ from importlib.util import find_spec
 from pathlib import Path
 
 # MathJax paths (relative to its distribution folder) a page may load.
-MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "a11y", "ui")
+# tex-chtml.js already holds the menu (ui/menu) and a11y/assistive-mml; the other a11y modules
+# (explorer, semantic enrichment) need the 3.9 MB speech-rule engine and are left out with it.
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions")
 
 
 def mathjax_source() -> Path:
@@ -56,6 +61,10 @@ def drop_source_maps(app, exc) -> None:
     if exc is not None or app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
+    shutil.rmtree(static / "locales", ignore_errors=True)
+    for ttf in static.rglob("*.ttf"):
+        if ttf.with_suffix(".woff2").is_file():
+            ttf.unlink()
     for f in static.rglob("*.map"):
         f.unlink()
     for f in [*static.rglob("*.js"), *static.rglob("*.css")]:
