@@ -15,7 +15,8 @@ from tools.mutation import Mutant
 FL = "src/flprivacy/flower.py"
 LOG = "src/flprivacy/log.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/test_flower.py"]
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "tests/test_flower_recorder.py", "tests/test_flower.py"]
 
 MUTANTS = [
     # ---- the log: what is recorded where ------------------------------------------------------------
@@ -33,6 +34,15 @@ MUTANTS = [
            'node_to_client = {r.metadata.src_node_id: int(r.content.config_records["node"][PARTITION]) for r in replies}',
            "node_to_client = {node: i for i, node in enumerate(nodes)}",
            "the server assumes sorted node ids are clients 0..C-1 instead of asking the nodes"),
+    Mutant("forged_flag_dropped", FL, "self._sent[c] = (sent, forged)", "self._sent[c] = (sent, False)",
+           "the target's forged exchanges recorded as honest (and aggregated)"),
+    Mutant("reply_recorded_against_global", FL, "if self.log.record_reply(c, sent, returned, forged):",
+           "if self.log.record_reply(c, self._theta, returned, forged):",
+           "the exchange's sent model is θ^t even when the target received θ_c^a"),
+    Mutant("clients_mapped_by_sampling_order", FL,
+           "        for reply in sorted(replies, key=lambda m: self.node_to_client[m.metadata.src_node_id]):\n            c = self.node_to_client[reply.metadata.src_node_id]",
+           "        for i, reply in enumerate(sorted(replies, key=lambda m: m.metadata.src_node_id)):\n            c = sorted(self._sent)[i]",
+           "replies attributed to clients by node-id order, not by the node's client index"),
     # ---- eq. 1: FedAvg's weights ------------------------------------------------------------------------
     Mutant("uniform_num_examples", FL, 'n = clients[c].n if weighting == "size" else 1', "n = 1",
            "eq. 1: p_c ∝ S_c; the client reports num-examples = 1"),
