@@ -32,7 +32,7 @@ __all__ = ["style", "format_number", "SEED_COLUMNS", "CELL_CSS"]
 #: Column names dropped as seeds (case-insensitive) unless ``seeds=`` names others.
 SEED_COLUMNS = ("seed", "seeds", "base_seed", "random_state")
 
-#: The CSS every styled table carries: padded cells, right-aligned numbers, a rule under the header.
+#: The CSS every styled table carries (padded cells, right-aligned numbers, a rule under the header).
 CELL_CSS = [
     {"selector": "th, td", "props": [("padding", "0.3em 0.8em"), ("text-align", "right"),
                                      ("white-space", "nowrap")]},
