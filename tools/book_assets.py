@@ -16,6 +16,9 @@
   twice and logged "Identifier 'THEBE_JS_URL' has already been declared". Duplicate scripts are dropped from every page.
 - The theme's default colour mode set ("auto"), so a first visit logs no "invalid theme mode".
 
+- Small screens: long inline code (``a_long_function_name(...)``) wraps instead of pushing the
+  page wider than a phone; display equations scroll inside their own box (``book.css``).
+
 Loaded from ``_config.yml`` (``sphinx.local_extensions``).
 """
 
@@ -97,6 +100,17 @@ def dedupe_page_scripts(app, pagename, templatename, context, doctree) -> None:
         _dedupe(context["script_files"])
 
 
+BOOK_CSS = """/* tools/book_assets.py: the book's own rules for small screens */
+.bd-article code.literal, .bd-article code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }
+.bd-article mjx-container[display="true"] { display: block; overflow-x: auto; overflow-y: hidden; max-width: 100%; }
+"""
+
+
+def write_css(app, exc) -> None:
+    if exc is None and app.builder.format == "html":
+        (Path(app.outdir) / "_static" / "book.css").write_text(BOOK_CSS)
+
+
 def theme_mode(app, config) -> None:
     # pydata-sphinx-theme logs "Got invalid theme mode" on a reader's first visit when the
     # default mode is left empty.
@@ -107,6 +121,8 @@ def theme_mode(app, config) -> None:
 
 def setup(app):
     app.connect("config-inited", theme_mode)
+    app.add_css_file("book.css", priority=900)
+    app.connect("build-finished", write_css)
     app.config.mathjax_path = "mathjax/tex-chtml.js"
     app.connect("env-updated", dedupe_builder_scripts, priority=900)
     # Early: html-page-context stops at the first listener that returns a template name.
