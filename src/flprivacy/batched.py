@@ -2,7 +2,7 @@
 client, at once.
 
 :func:`flprivacy.federation.local_sgd` trains one client: K = E⌈S_c/B⌉ steps of
-θ ← θ − η ∇(1/|b|) Σ_{i∈b} ℓ(θ, x_i, y_i). When clients run the same
+θ ← θ − η ∇ (1/B) Σ_{i ∈ batch} ℓ(θ, x_i, y_i). When clients run the same
 :class:`~flprivacy.federation.LocalSGD` on the same architecture, their steps are the same
 arithmetic on different parameter vectors, so :func:`local_sgd_many` runs them as one tensor
 program: each step's mini-batches gathered into one ``(C·M, B, p)`` block (clients of different
@@ -41,7 +41,7 @@ def supports(model: FLModel) -> bool:
 
 
 def check_clients(clients: Sequence[ClientData], where: str) -> None:
-    """A non-empty list of :class:`ClientData` with tabular ``X`` of one width and finite values."""
+    """A non-empty list of :class:`~flprivacy.federation.ClientData` with tabular ``X`` of one width and finite values."""
     if isinstance(clients, ClientData) or not isinstance(clients, Sequence) or len(clients) == 0:
         raise ValueError(f"{where}: clients must be a non-empty list of ClientData; got {clients!r:.80}.")
     p = None

@@ -140,9 +140,9 @@ def child_seed(seed: int, *keys: int) -> int:
 # sampling, and one stream per client for her mini-batch shuffling. Every writer of a message log
 # (run_fedavg, the Flower strategy) uses these, so that the same seed gives the same log.
 SERVER_SAMPLING_STREAM = 1
-"""Key of the server's client-sampling stream: ``child_seed(seed, 1)``."""
+"""The key of the server's client-sampling stream, ``child_seed(seed, 1)``."""
 CLIENT_SHUFFLE_STREAM = 2
-"""Key of client c's shuffling stream: ``child_seed(seed, 2, c)``."""
+"""The key of client c's shuffling stream, ``child_seed(seed, 2, c)``."""
 
 
 def server_generator(seed: int) -> torch.Generator:

@@ -3,7 +3,7 @@
 Implements Algorithm 1 (generic FL: sample clients, broadcast, collect, aggregate) and
 Algorithm 2 (the FedAvg local update: E epochs of mini-batch SGD) of Diana et al. 2025 (§2.1,
 after McMahan et al. 2017; also Xu & Neglia 2021, Algos. 1-2). Every run returns a
-:class:`MessageLog`: the global model θ^t of every round and, for every (round, client), the
+:class:`~flprivacy.log.MessageLog`: the global model θ^t of every round and, for every (round, client), the
 model sent and the model returned. Attacks read the log, through the views in
 :mod:`flprivacy.threats`, and nothing else.
 
@@ -231,12 +231,12 @@ class FLRun:
 class LeastSquaresSGD(LocalSGD):
     """FedAvg's local update (Diana Alg. 2) for least-squares linear regression, in closed form.
 
-    Same hyper-parameters, mini-batches and random stream as :class:`flprivacy.LocalSGD` (both
+    Same hyper-parameters, mini-batches and random stream as :class:`~flprivacy.federation.LocalSGD` (both
     follow :func:`flprivacy.federation.batch_schedule`), but the mini-batch gradient
     (2/``|b|``) X_bᵀ(X_b θ - y_b) is computed directly instead of through autograd: about ten times
     faster for the thousands of short runs of Part II. ``tests/test_part2_common.py`` checks it
-    against :class:`~flprivacy.LocalSGD` to 1e-12. θ = (w, b) with the bias last, as
-    :func:`flprivacy.linear_regression`.
+    against :class:`~flprivacy.federation.LocalSGD` to 1e-12. θ = (w, b) with the bias last, as
+    :func:`~flprivacy.models.linear_regression`.
     """
 
     def __call__(self, model: FLModel, theta: Tensor, data: ClientData, generator: torch.Generator) -> Tensor:
@@ -310,7 +310,7 @@ def run_fedavg(
             global models are always stored.
         progress: show a progress bar.
         log_dir: keep the message log's models in a file in this folder instead of in memory
-            (long runs; see :class:`MessageLog`).
+            (long runs; see :class:`~flprivacy.log.MessageLog`).
         batched: train each round's clients as one tensor program
             (:func:`flprivacy.batched.local_sgd_many`): the same log up to floating-point
             rounding, several times faster for small models. Needs ``local`` to be a
@@ -320,7 +320,7 @@ def run_fedavg(
             round (as every adversary of the library does).
 
     Returns:
-        :class:`FLRun` with the final model and the :class:`MessageLog`.
+        :class:`FLRun` with the final model and the :class:`~flprivacy.log.MessageLog`.
 
     Raises:
         NonFiniteError: a client returns, or the aggregation produces, a non-finite model; the
@@ -328,7 +328,7 @@ def run_fedavg(
 
     Warns:
         DivergenceWarning: once, when the global model's norm exceeds
-            :data:`~flprivacy.validation.DIVERGENCE_FACTOR` times max(‖θ^0‖, 1), naming the round
+            ``DIVERGENCE_FACTOR`` (:mod:`flprivacy.validation`, 1e8) times max(‖θ^0‖, 1), naming the round
             and the learning rates (training that diverges without overflowing yet).
     """
     where = "run_fedavg"

@@ -1,4 +1,4 @@
-"""The book's federation on Flower, recorded as a :class:`~flprivacy.federation.MessageLog`.
+"""The book's federation on Flower, recorded as a :class:`~flprivacy.log.MessageLog`.
 
 Flower (``flwr``, Beutel et al. 2020) runs federated learning as a *ServerApp* that talks to
 *ClientApps* through Messages. This module runs the book's FedAvg (Diana et al. 2025, Alg. 1
@@ -166,20 +166,20 @@ def client_app(model: FLModel, clients: Sequence[ClientData], local: LocalTraine
 
 # ---- the recording strategy ----------------------------------------------------------------------------------
 class RecordingStrategy(Strategy):
-    """A Flower strategy that records the book's :class:`~flprivacy.federation.MessageLog`.
+    """A Flower strategy that records the book's :class:`~flprivacy.log.MessageLog`.
 
     Wraps ``inner`` (Flower's ``FedAvg`` unless given) and delegates sampling, message
     construction and aggregation to it. Server round r (Flower counts from 1) is the book's
     round t = r - 1. In ``configure_train`` it records θ^t (the ``arrays`` Flower is about to
     send) and, when an ``adversary`` forges a model for a sampled client, puts the forgery in
     that client's message instead (Diana §2.2, the malicious server). In ``aggregate_train`` it
-    records every reply as an :class:`~flprivacy.federation.Exchange` and passes on only the
+    records every reply as an :class:`~flprivacy.log.Exchange` and passes on only the
     honest ones (plus the forged ones if ``adversary.aggregate_forged``), as
     :func:`~flprivacy.federation.run_fedavg` does. :meth:`finish` records the final model θ^T.
 
     Args:
         model: the architecture (to read θ out of Flower's ArrayRecords).
-        log: the :class:`~flprivacy.federation.MessageLog` to fill.
+        log: the :class:`~flprivacy.log.MessageLog` to fill.
         node_to_client: the client index c of each Flower node id.
         inner: the strategy to wrap; its ``arrayrecord_key`` must be ``"arrays"``.
         adversary: an active adversary (see :mod:`flprivacy.threats`), or None for an honest

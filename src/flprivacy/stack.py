@@ -3,7 +3,7 @@
 Part III's attacks evaluate the *same* architecture at many parameter vectors θ: one per
 round of the message log (the gradient-based AIA, Diana et al. 2025 eq. 2), one per Adam
 hyper-parameter candidate (the tuning of Alg. 4), one per learning rate (the Model-w-O search).
-``torch.func.vmap`` over :meth:`FLModel.forward` costs milliseconds per call here; a stack of
+``torch.func.vmap`` over :meth:`flprivacy.models.FLModel.forward` costs milliseconds per call here; a stack of
 ``nn.Linear`` layers evaluated with batched matrix products costs tens of microseconds. This
 module does the latter for every model made of ``nn.Linear`` layers and parameter-free
 element-wise modules (ReLU, sigmoid, tanh, identity): :func:`flprivacy.models.linear_regression`,

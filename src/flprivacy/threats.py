@@ -1,7 +1,7 @@
 """Threat models as code: what each adversary observes, and what it may change.
 
 The book's attacks never reach into the simulator; they take one of these views of the
-:class:`~flprivacy.federation.MessageLog`:
+:class:`~flprivacy.log.MessageLog`:
 
 =====================================  ======================================================
 adversary                              sees / does

@@ -39,7 +39,7 @@ from ..log import ClientMessages
 from ..validation import as_tensor, check_finite, check_int, check_seed
 
 Messages = Union[ClientMessages, tuple[Tensor, Tensor]]
-"""What the reconstruction attacks observe, either a :class:`~flprivacy.federation.ClientMessages` (e.g. from
+"""What the reconstruction attacks observe, either a :class:`~flprivacy.log.ClientMessages` (e.g. from
 :func:`flprivacy.threats.eavesdrop`) or a pair ``(sent, returned)`` of ``(n, d)`` tensors."""
 
 

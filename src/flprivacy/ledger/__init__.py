@@ -41,9 +41,9 @@ PAPERS: dict[str, str] = {
 """Ledger module name -> the paper's short name used in every row."""
 
 DATA_KINDS: tuple[str, ...] = ("real", "synthetic (as in the paper)", "synthetic stand-in", "none")
-"""What a row's numbers were computed on: the paper's real data set, synthetic data as the paper
+"""What a row's numbers were computed on (the paper's real data set, synthetic data as the paper
 itself uses, a synthetic stand-in for a data set we could not obtain (ACS Income), or nothing
-(a proposition checked on constructed instances counts as ``synthetic (as in the paper)``)."""
+a proposition checked on constructed instances counts as ``synthetic (as in the paper)``)."""
 
 DEFAULT_TOL = 3.0
 """Default tolerance for a reported number, in the number's unit (percentage points)."""
@@ -56,7 +56,7 @@ DEFAULT_TOL = 3.0
 
 @dataclass(frozen=True)
 class Verdict:
-    """A rule's decision: a status from :data:`STATUSES` and, unless reproduced, why."""
+    """A rule's decision, a status from ``STATUSES`` and, unless reproduced, why."""
 
     status: str
     reason: str = ""

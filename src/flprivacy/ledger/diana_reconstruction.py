@@ -25,11 +25,11 @@ from . import (Row, Verdict, at_most, bound, combine, not_run, number, ordering,
 PAPER = "Diana et al. 2025"
 
 FIG2_BATCH_SIZES = (64, 256, 1024)
-"""Fig. 2: batch sizes 64, 256 and 1024 (= S_c, full batch), 5 seeds each, d + 1 = 12 messages."""
+"""Fig. 2 — batch sizes 64, 256 and 1024 (= S_c, full batch), 5 seeds each, d + 1 = 12 messages."""
 THM1_RATE_N = -0.5
-"""Eq. (6): error O(1/√n_c) at fixed everything else."""
+"""Eq. (6) — error O(1/√n_c) at fixed everything else."""
 THM1_RATE_ETA = 1.0
-"""Eq. (6): error O(η) at fixed everything else."""
+"""Eq. (6) — error O(η) at fixed everything else."""
 RATE_TOL = 0.3
 """Tolerance on a fitted log-log slope (a rate read from an O(·) over five points)."""
 

@@ -1,7 +1,7 @@
 """Wilson et al. 2025 ("Federated learning nodes can reconstruct peers' image data") in the ledger.
 
 The single home of the paper's reported settings, numbers and claims (the constants below; the
-factor-analysis grid :mod:`flprivacy.experiments.part4_factors` records :data:`SETTINGS`), and
+factor-analysis grid ``flprivacy.experiments.part4_factors`` records :data:`SETTINGS`), and
 :func:`rows`, one :class:`~flprivacy.ledger.Row` per numbered result: eq. 1-3 and the super-client,
 Lemma 1 and its remarks (App. A), Figs. 2-10, App. B-H and the LPIPS metric.
 
@@ -47,17 +47,17 @@ SETTINGS: dict[str, dict[str, Any]] = {
 """Wilson et al.'s settings and reported trends, per experiment (recorded in ``part4_factors.json``)."""
 
 CLIENTS_MAIN = (2, 4, 8)
-"""§4 / Fig. 4-5: numbers of clients of the main results (16 images each, 3 local iterations)."""
+"""§4 / Fig. 4-5 — numbers of clients of the main results (16 images each, 3 local iterations)."""
 IMAGES_PER_CLIENT = 16
 LOCAL_ITERATIONS = 3
 FL_LR = 0.03
-"""App. E: "the FL learning rate, used to update the global model, is fixed at 0.03"."""
+"""App. E — "the FL learning rate, used to update the global model, is fixed at 0.03"."""
 ATTACK_LR = 0.1
-"""§4: "The attacker uses a learning rate of 0.1 to optimize the dummy data"."""
+"""§4 — "The attacker uses a learning rate of 0.1 to optimize the dummy data"."""
 UNEVEN_SPLIT = (21, 11)
-"""App. D: half the clients hold 21 images, half 11 (average 16)."""
+"""App. D — half the clients hold 21 images, half 11 (average 16)."""
 FIG7_LPIPS_GAIN_PERCENT = (20, 30)
-"""§4, Fig. 7: "directly postprocessing the raw reconstructed images results in a 20-30% improvement in LPIPS for
+"""§4, Fig. 7 — "directly postprocessing the raw reconstructed images results in a 20-30% improvement in LPIPS for
 systems with 2-8 clients"."""
 LEMMA1 = "E[δ(τ)] ∝ η² τ(τ-1)(K-1)/N (App. A, eq. 31: the factor is τ(τ-1)/2 · η² · (K-1)/N · Cov(J, g))"
 
@@ -181,7 +181,7 @@ def live_propositions() -> dict[str, Any]:
 
 
 LEMMA_TOL = 0.05
-"""Lemma 1 live check: |E[δ]/prediction - 1| allowed. The neglected terms are O(η³), a relative
+"""The Lemma 1 live check allows ``|E[δ]/prediction - 1|`` up to this. The neglected terms are O(η³), a relative
 correction of order τ η ‖∇²ℓ‖ ≤ 4 · 10⁻³ · 2.5 = 0.01 for this softmax regression (features in
 [-1, 1]⁴ plus a bias: ‖x‖² ≤ 5, Hessian norm ≤ ‖x‖²/2); 0.05 leaves a factor 5."""
 

@@ -1,7 +1,7 @@
 """Xu & Neglia 2021 ("What else is leaked when eavesdropping Federated Learning?") in the ledger.
 
 The single home of the paper's reported numbers and claims (the constants below; the
-experiments :mod:`flprivacy.experiments.part2_leaf` and :mod:`~flprivacy.experiments.part2_adult`
+experiments ``flprivacy.experiments.part2_leaf`` and ``flprivacy.experiments.part2_adult``
 record them next to ours), and :func:`rows`, one :class:`~flprivacy.ledger.Row` per numbered
 result: Observation 1 (exact recovery from d+1 messages, O(d³)), Observation 2 (Ω(d) messages),
 Algo. 3 (the learned mapping, with Obs. 1 as its affine case), every cell of Table 1 (per client
@@ -32,22 +32,22 @@ PAPER_TABLE1: dict[int, dict[str, tuple[float, ...]]] = {
     5: {"last returned": (60.1, 54.6, 87.6, 33.6, 79.2, 63.0), "decoded": (65.6, 72.9, 76.9, 72.5, 86.2, 74.8)},
     10: {"last returned": (69.4, 60.4, 90.6, 42.3, 83.9, 69.3), "decoded": (67.5, 79.5, 78.1, 75.8, 88.9, 78.0)},
 }
-"""Table 1: train accuracy (%) on each client's data of the last model she returned and of the
+"""Table 1, train accuracy (%) on each client's data of the last model she returned and of the
 decoded model θ̂_c^*, clients 0-4 then their mean, averaged over 10 runs, for 1, 5 and 10 local
 steps (LEAF synthetic, 5 clients, batch size 256, learning rate 0.01)."""
 
 PAPER_ADULT: dict[str, Any] = {"phd_train_sizes": (126, 258, 134), "n_rows": 12300, "n_rows_all": 48842}
-"""§4 and footnote 4: "the numbers of training samples for the first three clients are 126, 258
+"""§4 and footnote 4 — "the numbers of training samples for the first three clients are 126, 258
 and 134"; "the number of the data points are reduced from 48842 to 12300"."""
 
 GAIN_RANGE = (10.0, 20.0)
-"""§4: "on average, our attack outperforms the baseline with 10%-20% improvement" (points of
+"""§4 — "on average, our attack outperforms the baseline with 10%-20% improvement" (points of
 mean train accuracy, Table 1's last column)."""
 PHD_SIZE_TOL = 2
-"""Counts of rows: within 2 of the paper's (the tolerance of the chapter's search over age-cut
+"""Counts of rows — within 2 of the paper's (the tolerance of the chapter's search over age-cut
 conventions)."""
 N_ROWS_TOL = 50
-"""Footnote 4's 12300 is rounded to hundreds: half a unit of its last digit."""
+"""Footnote 4's 12300 is rounded to hundreds — half a unit of its last digit."""
 
 NOISE_SE = 2.0
 """Fig. 1's curves are means over seeds and attacked clients (the paper plots 95% intervals over
@@ -91,7 +91,7 @@ CH_LEARNED = "part2/learned_mapping"
 CH_ADULT = "part2/learned_mapping_adult"
 
 EXACT_C = 100
-"""Backward stability of a least-squares solve: relative error <= C κ(Θ_out) ε, C a modest
+"""Backward stability of a least-squares solve — relative error <= C κ(Θ_out) ε, C a modest
 polynomial in d (100 >= 8(d+1) for the d <= 11 of the live check)."""
 
 
@@ -216,7 +216,7 @@ def affine_mapping_live() -> dict[str, Any]:
 
 def table1_numbers(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Table 1 from the records of ``part2_leaf_table1.json`` (or of a live
-    :func:`flprivacy.experiments.part2_leaf.run_table1`): mean train accuracy (%) per (local
+    ``flprivacy.experiments.part2_leaf.run_table1``): mean train accuracy (%) per (local
     steps, model, client), the mean over clients, the mean gain of decoding per (steps, client),
     and the number of seeds."""
     steps = sorted({r["local_steps"] for r in recs})
@@ -282,7 +282,7 @@ def table1_claims(t: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def fig1_numbers(data: Mapping[str, Any]) -> dict[str, Any]:
     """Fig. 1 from the ``data`` of ``part2_adult_fig1.json`` (or a live
-    :func:`flprivacy.experiments.part2_adult.run_fig1`): distances between local optima (PhD
+    ``flprivacy.experiments.part2_adult.run_fig1``): distances between local optima (PhD
     clients 0-2 vs the others), mean mapping loss per (client, B), mean test accuracies per B, the
     sizes."""
     D = data["optimum_distances"]
