@@ -118,11 +118,7 @@ def _empty_headings(doc: str) -> list[str]:
 # Chapters that failed these checks when they were written (2026-11-24); their owners fix the
 # prose, then the entry goes. xfail(strict=False): a fixed chapter passes and is reported XPASS.
 _STILL_FAILING = {
-    "cited": {"book/part4/curious_client", "book/part5/what_reproduces"},
-    "exercise_numbers": {"book/part2/lower_bound", "book/part2/learned_mapping_adult",
-                         "book/part4/gradient_inversion", "book/part4/curious_client",
-                         "book/part4/curious_client_factors", "book/part4/diffusion_postprocessing",
-                         "book/part6/flower"},
+    "exercise_numbers": {"book/part6/flower"},
 }
 
 
