@@ -24,7 +24,7 @@ ifneq ($(strip $(FLPRIVACY_DATA_DIR)),)
 endif
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce help install book book-cache book-fresh browser test test-seeds mutants clean
+.PHONY: reproduce help install book book-cache book-fresh browser test test-seeds mutants clean deploy-demo
 
 help:
 	@echo "make book   - install, execute the chapters whose code changed and build the HTML book into _build/html"
@@ -33,6 +33,7 @@ help:
 	@echo "make test-seeds - run every notebook again under two other base seeds (FLPRIVACY_SEED=1, 2)"
 	@echo "make reproduce - every paper-scale result of Diana et al. and Xu & Neglia (hours; resumable; JOBS=2)"
 	@echo "make mutants - inject each plausible bug of tests/mutants/*.py and count those the tests catch (long)"
+	@echo "make deploy-demo - the book's federation on a loopback Flower deployment (SuperLink, 3 SuperNodes, flwr run; ~1 min)"
 	@echo "make clean  - remove the built book"
 
 $(BIN)/python:
@@ -100,6 +101,9 @@ test-seeds: install
 # skipped; see flprivacy/experiments/reproduce.py). JOBS commands at a time, one core each.
 reproduce: install
 	$(BIN)/python -m flprivacy.experiments.reproduce --jobs $${JOBS:-2}
+
+deploy-demo: $(STAMP)
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m flprivacy.flower_deploy
 
 mutants: $(STAMP)
 	$(BIN)/python tools/mutation.py tests/mutants/*.py

@@ -1,0 +1,328 @@
+"""The book's federation as a real Flower deployment on loopback: SuperLink, SuperNodes, ``flwr run``.
+
+:func:`deploy` writes each client's data to its own file, starts ``flower-superlink`` and one
+``flower-supernode`` per client (node config ``partition-id=c data=<file of client c>``, so a
+node loads only its own partition), submits the Flower App in ``deploy/`` with ``flwr run``,
+waits for the ServerApp to save the :class:`~flprivacy.log.MessageLog` its
+:class:`~flprivacy.flower.RecordingStrategy` recorded, and always kills every process it started
+(each in its own process group). All on 127.0.0.1 with ``--insecure`` transport.
+
+The App's ``serverapp``/``clientapp`` (``deploy/flprivacy_app/apps.py``) are
+:func:`deployed_serverapp` and :func:`deployed_clientapp`, thin shells that build
+:func:`flprivacy.flower.server_app` and :func:`flprivacy.flower.client_app` from the run config
+and the node config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+
+from .federation import ClientData, FLRun, LocalTrainer
+from .flower import PARTITION, client_app, server_app
+from .models import FLModel
+from .threats import Adversary
+
+__all__ = ["deploy", "Deployment", "DeploymentError", "deployed_serverapp", "deployed_clientapp", "APP_DIR",
+           "free_port"]
+
+APP_DIR = Path(__file__).resolve().parents[2] / "deploy"  # the Flower App folder (its pyproject.toml)
+_BIN = Path(sys.executable).parent
+
+
+class DeploymentError(RuntimeError):
+    """The deployment did not finish in time or a process failed; the message holds the logs' tails."""
+
+
+# ---- the App's two halves (loaded by flwr-serverapp / flwr-clientapp in their own processes) --------------
+def deployed_serverapp() -> ServerApp:
+    """A ``ServerApp`` that builds :func:`flprivacy.flower.server_app` from ``run_config["spec"]``
+    (a ``torch.save``'d dict) and ``torch.save``'s ``{"log", "theta"}`` to ``run_config["out"]``."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        spec = torch.load(str(context.run_config["spec"]), weights_only=False)
+        spec["model"] = build_model(spec["model"])
+        out_path = str(context.run_config["out"])
+
+        def save(log, theta):
+            tmp = out_path + ".tmp"
+            torch.save({"log": log, "theta": theta}, tmp)
+            os.replace(tmp, out_path)  # atomic: the harness never reads half a file
+
+        sapp, _ = server_app(spec["model"], spec["n_samples"], rounds=spec["rounds"], theta0=spec["theta0"],
+                             weighting=spec["weighting"], clients_per_round=spec["clients_per_round"],
+                             adversary=spec["adversary"], connect_timeout=spec["connect_timeout"], on_finish=save)
+        sapp(grid, context)
+
+    return app
+
+
+def deployed_clientapp() -> ClientApp:
+    """A ``ClientApp`` whose node loads only its own partition: ``node_config["data"]`` is a file
+    holding ``{"client": c, "data": ClientData, "n_clients": n, "model", "local", "seed", "weighting"}``
+    for c = ``node_config["partition-id"]``."""
+    app = ClientApp()
+    cache: dict[str, ClientApp] = {}
+
+    def _inner(context: Context) -> ClientApp:
+        path = str(context.node_config["data"])
+        if path not in cache:
+            d = torch.load(path, weights_only=False)
+            d["model"] = build_model(d["model"])
+            c = int(context.node_config[PARTITION])
+            if d["client"] != c:
+                raise ValueError(f"deployed_clientapp: node config partition-id={c} but {path} holds client {d['client']}.")
+            # client_app indexes clients[c]; this node holds client c only, the other slots are never read.
+            clients = [d["data"]] * d["n_clients"]
+            cache[path] = client_app(d["model"], clients, d["local"], seed=d["seed"], weighting=d["weighting"])
+        return cache[path]
+
+    @app.query()
+    def query(msg: Message, context: Context) -> Message:
+        return _inner(context)(msg, context)
+
+    @app.train()
+    def train(msg: Message, context: Context) -> Message:
+        return _inner(context)(msg, context)
+
+    return app
+
+
+def build_model(ctor: tuple[str, tuple]) -> FLModel:
+    """The model from ``(name, args)``: ``flprivacy.<name>(*args)`` (models hold closures, so the
+    files carry the constructor, not the object)."""
+    import flprivacy
+
+    name, args = ctor
+    return getattr(flprivacy, name)(*args)
+
+
+# ---- the harness ------------------------------------------------------------------------------------------------
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Deployment:
+    """The processes of a loopback deployment, started by :meth:`start_superlink`/:meth:`start_supernode`,
+    killed (process group, by id) by :meth:`stop`."""
+
+    workdir: Path
+    superlink_port: int = field(default_factory=free_port)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ, FLWR_HOME=str(self.workdir / "flwr_home"), PYTHONUNBUFFERED="1",
+                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+        env["PATH"] = f"{_BIN}{os.pathsep}{env.get('PATH', '')}"  # flwr-serverapp / flwr-clientapp
+        return env
+
+    def _start(self, name: str, argv: list[str]) -> subprocess.Popen:
+        self.commands.append(" ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv)))
+        log = open(self.workdir / f"{name}.log", "wb")
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self._env(), cwd=self.workdir,
+                             start_new_session=True)
+        log.close()
+        self.procs[name] = p
+        return p
+
+    def start_superlink(self) -> subprocess.Popen:
+        return self._start("superlink", [str(_BIN / "flower-superlink"), "--insecure", "--host", "127.0.0.1",
+                                         "--port", str(self.superlink_port)])
+
+    def wait_listening(self, timeout: float = 30.0) -> None:
+        """Wait until the SuperLink accepts TCP connections on its port."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.procs["superlink"].poll() is not None:
+                raise DeploymentError(f"the SuperLink exited ({self.procs['superlink'].returncode})\n{self.tail()}")
+            with socket.socket() as s, contextlib.suppress(OSError):
+                s.settimeout(0.5)
+                s.connect(("127.0.0.1", self.superlink_port))
+                return
+            time.sleep(0.2)
+        raise DeploymentError(f"the SuperLink is not listening on port {self.superlink_port} after {timeout} s\n{self.tail()}")
+
+    def start_supernode(self, c: int, data: Path, port: int | None = None) -> subprocess.Popen:
+        return self._start(f"supernode{c}", [
+            str(_BIN / "flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port or self.superlink_port}",
+            "--host", "127.0.0.1", "--port", str(free_port()), "--max-retries", "3", "--max-wait-time", "10",
+            "--node-config", f'{PARTITION}={c} data="{data}"'])
+
+    def write_connection(self) -> None:
+        home = self.workdir / "flwr_home"
+        home.mkdir(exist_ok=True)
+        (home / "config.toml").write_text(
+            f'[superlink]\ndefault = "local"\n\n[superlink.local]\naddress = "127.0.0.1:{self.superlink_port}"\n'
+            f"insecure = true\n")
+
+    def flwr_run(self, spec: Path, out: Path, timeout: float = 60.0) -> subprocess.CompletedProcess:
+        argv = [str(_BIN / "flwr"), "run", str(APP_DIR), "local", "--run-config", f'spec="{spec}" out="{out}"']
+        self.commands.append(" ".join(["flwr"] + argv[1:]))
+        return subprocess.run(argv, env=self._env(), cwd=self.workdir, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL process ``name``, its process group and every descendant (the SuperLink and
+        SuperNodes spawn ``flwr-serverapp``/``flwr-clientapp`` children), by process id."""
+        p = self.procs[name]
+        pids = [p.pid]
+        with contextlib.suppress(Exception):
+            import psutil
+
+            pids += [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
+        for pid in pids[1:]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        p.wait(timeout=10)
+
+    def alive(self) -> list[int]:
+        """Process ids started by this deployment (or their descendants) still running."""
+        import psutil
+
+        out = []
+        for p in self.procs.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc = psutil.Process(p.pid)
+                out += [q.pid for q in [proc, *proc.children(recursive=True)] if q.status() != psutil.STATUS_ZOMBIE]
+        return out
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self.kill(name)
+
+    def tail(self, n: int = 1500) -> str:
+        return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-n:]}" for f in sorted(self.workdir.glob("*.log")))
+
+
+def write_federation(workdir: Path, model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: int, local: LocalTrainer,
+                     seed: int, theta0: Tensor, weighting: str = "size", clients_per_round: int | None = None,
+                     adversary: Adversary | None = None, connect_timeout: float = 30.0) -> tuple[Path, list[Path]]:
+    """The ServerApp's spec file (public: model, sizes, θ^0, rounds) and one data file per client."""
+    spec = workdir / "spec.pt"
+    torch.save(dict(model=model, n_samples=[c.n for c in clients], rounds=rounds, theta0=theta0, weighting=weighting,
+                    clients_per_round=clients_per_round, adversary=adversary, connect_timeout=connect_timeout), spec)
+    files = []
+    for c, cd in enumerate(clients):
+        f = workdir / f"client{c}.pt"
+        torch.save(dict(client=c, data=cd, n_clients=len(clients), model=model, local=local, seed=seed,
+                        weighting=weighting), f)
+        files.append(f)
+    return spec, files
+
+
+def wait_for(path: Path, dep: Deployment, timeout: float) -> None:
+    """Wait until ``path`` exists; raise :class:`DeploymentError` with the logs after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise DeploymentError(f"no log after {timeout:.0f} s\n{dep.tail()}")
+        if dep.procs["superlink"].poll() is not None:
+            raise DeploymentError(f"the SuperLink exited ({dep.procs['superlink'].returncode})\n{dep.tail()}")
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def loopback(workdir: str | Path | None = None) -> Iterator[Deployment]:
+    """A :class:`Deployment` in ``workdir`` (a fresh temporary folder if None) whose processes are
+    always killed on exit."""
+    tmp = Path(tempfile.mkdtemp(prefix="flprivacy-deploy-")) if workdir is None else Path(workdir)
+    tmp.mkdir(parents=True, exist_ok=True)
+    dep = Deployment(tmp)
+    try:
+        yield dep
+    finally:
+        dep.stop()
+        if workdir is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: int, local: LocalTrainer, seed: int = 0,
+           theta0: Tensor | None = None, weighting: str = "size", clients_per_round: int | None = None,
+           adversary: Adversary | None = None, timeout: float = 90.0, workdir: str | Path | None = None) -> FLRun:
+    """FedAvg on a loopback Flower deployment (SuperLink + one SuperNode per client + ``flwr run``):
+    :func:`~flprivacy.federation.run_fedavg`'s contract, like :func:`flprivacy.flower.run_flower`;
+    ``model`` is its constructor ``(name, args)``, e.g. ``("linear_regression", (4,))``.
+
+    ``settings["commands"]`` lists the commands run (as a reader would type them) and
+    ``settings["wall_s"]`` the wall time from the SuperLink's start to the saved log.
+    Raises :class:`DeploymentError` (with the processes' log tails) after ``timeout`` s.
+    """
+    ctor, model = model, build_model(model)
+    if theta0 is None:
+        theta0 = model.init_params(seed)
+    t0 = time.perf_counter()
+    with loopback(workdir) as dep:
+        spec, files = write_federation(dep.workdir, ctor, clients, rounds=rounds, local=local, seed=seed,
+                                       theta0=theta0, weighting=weighting, clients_per_round=clients_per_round,
+                                       adversary=adversary)
+        out = dep.workdir / "log.pt"
+        dep.write_connection()
+        dep.start_superlink()
+        dep.wait_listening()
+        for c, f in enumerate(files):
+            dep.start_supernode(c, f)
+        r = dep.flwr_run(spec, out, timeout=timeout)
+        if r.returncode != 0:
+            raise DeploymentError(f"flwr run failed ({r.returncode}): {r.stdout[-1500:]}{r.stderr[-1500:]}\n{dep.tail()}")
+        wait_for(out, dep, timeout - (time.perf_counter() - t0))
+        res = torch.load(out, weights_only=False)
+        commands = list(dep.commands)
+    settings = dict(rounds=rounds, local=local, server_lr=1.0, clients_per_round=clients_per_round, weighting=weighting,
+                    backend="deployment", commands=commands, wall_s=time.perf_counter() - t0)
+    return FLRun(theta=res["theta"], log=res["log"], model=model, seed=seed, settings=settings)
+
+
+def demo(rounds: int = 8, seed: int = 0) -> FLRun:
+    """``make deploy-demo``: 3 least-squares clients on a loopback deployment; prints the commands
+    run, the log's agreement with :func:`~flprivacy.federation.run_fedavg` and Alg. 3's error."""
+    from . import LocalSGD, eavesdrop, linear_regression, run_fedavg
+    from .attacks.reconstruction import reconstruct_least_squares
+    from .optimum import least_squares_optimum
+
+    g = torch.Generator().manual_seed(seed)
+    clients = []
+    for n in (40, 35, 50):
+        X = torch.randn(n, 4, generator=g, dtype=torch.float64)
+        clients.append(ClientData(X, X @ torch.randn(4, generator=g, dtype=torch.float64) + 0.5
+                                  + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)))
+    local = LocalSGD(lr=0.05, epochs=2)
+    fl = deploy(("linear_regression", (4,)), clients, rounds=rounds, local=local, seed=seed)
+    for c in fl.settings["commands"]:
+        print("$", c)
+    ref = run_fedavg(linear_regression(4), clients, rounds=rounds, local=local, seed=seed)
+    print(f"deployment: {fl.settings['wall_s']:.1f} s; max |θ_deploy - θ_run_fedavg| over the log: "
+          f"{float((fl.log.global_trajectory() - ref.log.global_trajectory()).abs().max()):.2e}")
+    rec, star = reconstruct_least_squares(eavesdrop(fl.log, 0)), least_squares_optimum(clients[0])
+    print(f"Alg. 3 on the deployment's log, client 0: relative error {float((rec.theta - star).norm() / star.norm()):.2e}")
+    return fl
+
+
+if __name__ == "__main__":
+    demo()
