@@ -81,6 +81,11 @@ def public_callables() -> dict[str, object]:
 
 
 SKIP_PREFIXES: dict[str, str] = {
+    "lpips.": "LPIPS: its bad inputs (dtype, shape, range, NaN, numpy vs torch, missing or corrupt weights) are "
+              "tested in tests/test_lpips.py",
+    "tables.": "the table style: its bad arguments are tested in tests/test_tables.py",
+    "flower_deploy.": "the multi-process deployment harness: it starts processes, and its failures (missing "
+                      "SuperLink, time-outs) are tested in tests/test_flower_deploy.py",
     "ledger.": "the reproduction ledger: its rule functions' bad inputs are tested in tests/test_ledger.py "
                "(test_rules_reject_bad_input); its paper modules' rows() take no input",
 }

@@ -126,8 +126,9 @@ def free_port() -> int:
 
 @dataclass
 class Deployment:
-    """The processes of a loopback deployment, started by :meth:`start_superlink`/:meth:`start_supernode`,
-    killed (process group, by id) by :meth:`stop`."""
+    """The processes of a loopback deployment, started by ``start_superlink`` and
+    ``start_supernode``,
+    killed (process group, by id) by ``stop``."""
 
     workdir: Path
     superlink_port: int = field(default_factory=free_port)

@@ -1,7 +1,7 @@
 """Diana et al. 2025, attribute inference (Part III): Prop. 1, Tables 1-3, Fig. 1, Fig. 3,
 Fig. 4 and App. C.2-C.3 in the ledger.
 
-The paper's table cells are those of :mod:`flprivacy.experiments.part3_table1` (Table 1),
+The paper's table cells are those of ``flprivacy.experiments.part3_table1`` (Table 1),
 ``part3_table2`` (Table 2, App. C.1) and ``part3_table3`` (Table 3, App. C.4); each cell is
 decided by :func:`~flprivacy.ledger.number` (3 points, or the paper's own standard deviation
 if larger). The sentences of §5.3-5.4 and App. C.2-C.3 are decided by the rules named next to
