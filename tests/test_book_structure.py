@@ -118,7 +118,7 @@ def _empty_headings(doc: str) -> list[str]:
 # Chapters that failed these checks when they were written (2026-11-24); their owners fix the
 # prose, then the entry goes. xfail(strict=False): a fixed chapter passes and is reported XPASS.
 _STILL_FAILING = {
-    "exercise_numbers": {"book/part6/flower"},
+    "exercise_numbers": set(),
 }
 
 

@@ -227,6 +227,23 @@ def test_site_weight(site):
     assert size < 15 * 2**20, f"_build/html is {size / 2**20:.1f} MB; the bar is 15 MB"
 
 
+def test_no_build_paths_in_the_pages(site):
+    """A reader's page names no folder of the machine that built it (a temporary folder, the
+    checkout's absolute path): outputs print paths relative to the book or not at all."""
+    import re
+
+    root = str(ROOT)
+    bad = {}
+    for f in site.rglob("*.html"):
+        if "_static" in f.parts or "_sources" in f.parts:
+            continue
+        text = f.read_text(errors="replace")
+        hits = re.findall(r"/tmp/[\w.-]+|" + re.escape(root) + r"[\w/.-]*", text)
+        if hits:
+            bad[str(f.relative_to(site))] = sorted(set(hits))[:3]
+    assert not bad, f"build paths in rendered pages: {bad}"
+
+
 # --- per page: what a reader sees, solutions opened (issue 23) --------------------------------
 
 # The probe: first in <head>, it records every console error and uncaught error (a script parse
