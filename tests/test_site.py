@@ -336,7 +336,7 @@ def rendered(site: Path, doc: str, width: int = 1280) -> tuple[dict, str]:
 # Pages that failed a check when it was written (2026-11-24), to be fixed in the chapters; each
 # is xfail(strict=False): a fixed page shows as XPASS, and then leaves this list.
 STILL_FAILING: dict[str, set[str]] = {
-    "raw_tex": {"book/part3/gradient_aia_regression"},    # Exercise 23's solution: a $...$ the parser leaves raw
+    "raw_tex": set(),
     "tables": {"book/part3/model_based_aia"},              # 1 NaN cell (table 1)
     "console": set(),
     "images": {"book/part3/sensitivity"},                  # 1552 px figure shown at 688 px
