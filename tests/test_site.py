@@ -339,7 +339,7 @@ STILL_FAILING: dict[str, set[str]] = {
     "raw_tex": set(),
     "tables": {"book/part3/model_based_aia"},              # 1 NaN cell (table 1)
     "console": set(),
-    "images": {"book/part3/sensitivity"},                  # 1552 px figure shown at 688 px
+    "images": set(),
     "overflow": set(),
 }
 
