@@ -337,7 +337,7 @@ def rendered(site: Path, doc: str, width: int = 1280) -> tuple[dict, str]:
 # is xfail(strict=False): a fixed page shows as XPASS, and then leaves this list.
 STILL_FAILING: dict[str, set[str]] = {
     "raw_tex": set(),
-    "tables": {"book/part3/model_based_aia"},              # 1 NaN cell (table 1)
+    "tables": set(),
     "console": set(),
     "images": set(),
     "overflow": set(),
