@@ -9,6 +9,8 @@ Run from the repository root (Opacus must be importable):
 Each mutant breaks one constant, sign, normalisation or step; ``why`` names it.
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 DEF = "src/flprivacy/defences.py"
@@ -18,7 +20,7 @@ T3 = "src/flprivacy/experiments/part3_table3.py"
 F3 = "src/flprivacy/experiments/part3_fig3.py"
 CEN = "src/flprivacy/data/census.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_part3_dp.py"]
 
 MUTANTS = [

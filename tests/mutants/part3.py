@@ -7,6 +7,8 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 INF = "src/flprivacy/attacks/inference.py"
@@ -15,7 +17,7 @@ BND = "src/flprivacy/bounds.py"
 CEN = "src/flprivacy/data/census.py"
 THR = "src/flprivacy/threats.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_inference.py", "tests/test_part3_active.py", "tests/test_part3_data.py",
          "tests/test_part3_experiments.py", "tests/test_part3_checks.py"]
 

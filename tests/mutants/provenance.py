@@ -4,13 +4,15 @@ shared per-seed loop of Tables 1-3.
     python tools/mutation.py tests/mutants/provenance.py
 """
 
+import sys
+
 from tools.mutation import Mutant
 
 EXP = "src/flprivacy/experiments/__init__.py"
 F3 = "src/flprivacy/experiments/part3_fig3.py"
 T1 = "src/flprivacy/experiments/part3_table1.py"
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_config.py", "tests/test_part3_dp.py", "-k", "commit or sweeps or per_seed or fig3"]
 
 MUTANTS = [

@@ -1,9 +1,11 @@
 """Plausible bugs in the reliability layer (issue 10): checks dropped, the log duplicating or
 mixing up models, the least-squares error estimate mis-stated, chunks mis-indexed."""
 
+import sys
+
 from tools.mutation import Mutant
 
-TESTS = ["/work/main/.venv/bin/python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_reliability.py", "tests/test_bad_inputs.py", "tests/test_federation.py"]
 
 MUTANTS = [
