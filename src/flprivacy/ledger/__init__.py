@@ -307,6 +307,14 @@ def row(*, paper: str, result_id: str, claim: str, paper_value: str, ours: str, 
                status=verdict.status, reason=verdict.reason, chapter=chapter, data=data, file=file, **prov)
 
 
+def not_run_rows(paper: str, ids: Sequence[str], *, why: str, chapter: str, data: str) -> list[Row]:
+    """One "not run" row per result id of a result file that is not committed; ``why`` names the
+    file and the command that makes it."""
+    v = not_run(why)
+    return [row(paper=paper, result_id=i, claim="", paper_value="", ours="", verdict=v, chapter=chapter, data=data)
+            for i in ids]
+
+
 def record_or_none(name: str, scale_: str = "paper") -> dict[str, Any] | None:
     """The result file ``name`` at ``scale_`` if committed, else ``None`` (the row is then "not run")."""
     from ..experiments import load_result
@@ -471,6 +479,6 @@ RuleFn = Callable[..., Verdict]
 
 __all__ = [
     "DATA_KINDS", "DEFAULT_TOL", "PAPERS", "Row", "STATUSES", "Verdict", "at_least", "at_most", "bound", "build",
-    "combine", "counts", "files", "frame", "ledger_path", "load", "load_files", "not_covered", "not_run", "number", "ordering",
+    "combine", "counts", "files", "frame", "ledger_path", "load", "load_files", "not_covered", "not_run", "not_run_rows", "number", "ordering",
     "provenance_of", "record_or_none", "row", "save", "select", "sign", "table", "to_json", "trend", "verdict_of",
 ]

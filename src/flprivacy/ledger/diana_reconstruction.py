@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from . import (Row, Verdict, at_most, bound, combine, not_run, number, ordering, record_or_none, row, sign, trend)
+from . import (Row, Verdict, at_most, bound, combine, not_run, not_run_rows, number, ordering, record_or_none, row, sign,
+               trend)
 
 PAPER = "Diana et al. 2025"
 
@@ -246,10 +247,9 @@ def _theorem1_rows(rec: Mapping[str, Any] | None) -> list[Row]:
     ids = ["Diana Thm. 1 bound holds with probability 1-δ", "Diana Thm. 1 error falls as the batch size grows",
            "Diana Thm. 1 error O(1/√n_c)", "Diana Thm. 1 error O(η)"]
     if rec is None:
-        why = not_run("part2_theorem1.json is not committed; FLPRIVACY_SCALE=paper python -m "
-                      "flprivacy.experiments.part2_theorem1 (about 20 s)")
-        return [row(paper=PAPER, result_id=i, claim="", paper_value="", ours="", verdict=why, chapter=CH_STOCH,
-                    data="synthetic (as in the paper)") for i in ids]
+        why = ("part2_theorem1.json is not committed; FLPRIVACY_SCALE=paper python -m "
+               "flprivacy.experiments.part2_theorem1 (about 20 s)")
+        return not_run_rows(PAPER, ids, why=why, chapter=CH_STOCH, data="synthetic (as in the paper)")
     t = theorem1_numbers(rec)
     common = dict(paper=PAPER, data="synthetic (as in the paper)", record=rec, chapter=CH_STOCH)
     mb = {B: e for B, e in t["B"].items() if B < t["S_c"]}
@@ -277,10 +277,9 @@ def _toy_rows(rec: Mapping[str, Any] | None) -> list[Row]:
     ids = ["Diana Fig. 2 left error falls with batch size", "Diana Fig. 2 right AIA accuracy rises with batch size",
            "Diana App. B.3 full-batch error close to but not zero"]
     if rec is None:
-        why = not_run("part2_toy_fig2.json is not committed; FLPRIVACY_SCALE=paper python -m "
-                      "flprivacy.experiments.part2_toy (about 15 s)")
-        return [row(paper=PAPER, result_id=i, claim="", paper_value="", ours="", verdict=why, chapter=CH_STOCH,
-                    data="synthetic (as in the paper)") for i in ids]
+        why = ("part2_toy_fig2.json is not committed; FLPRIVACY_SCALE=paper python -m "
+               "flprivacy.experiments.part2_toy (about 15 s)")
+        return not_run_rows(PAPER, ids, why=why, chapter=CH_STOCH, data="synthetic (as in the paper)")
     f = fig2_numbers(rec)
     Bs = list(FIG2_BATCH_SIZES)
     common = dict(paper=PAPER, data="synthetic (as in the paper)", record=rec, chapter=CH_STOCH)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from statistics import mean
 from typing import Any
 
-from . import (Row, Verdict, at_least, at_most, bound, combine, not_covered, ordering, record_or_none, row, sign,
+from . import (Row, Verdict, at_least, at_most, bound, combine, not_covered, not_run_rows, ordering, record_or_none, row, sign,
                trend)
 
 PAPER = "Wilson et al. 2025"
@@ -337,18 +337,15 @@ def mean_digit_ssim(n: int = 200) -> float:
 
 def _factor_rows(rec: Mapping[str, Any] | None) -> list[Row]:
     if rec is None:
-        from . import not_run
-
-        why = not_run("part4_factors.json is not committed; FLPRIVACY_SCALE=paper python -m "
-                      "flprivacy.experiments.part4_factors --workers 2 (about 1.6 CPU-hours)")
+        why = ("part4_factors.json is not committed; FLPRIVACY_SCALE=paper python -m "
+               "flprivacy.experiments.part4_factors --workers 2 (about 1.6 CPU-hours)")
         ids = ["Wilson Fig. 4 peers' images at 2, 4, 8 clients", "Wilson Fig. 5 LeNet-5 quality vs clients", "Wilson Fig. 6 left client batch size",
                "Wilson Fig. 6 right local iterations", "Wilson Fig. 10 sixteen clients subset",
                "Wilson App. B unknown global learning rate", "Wilson App. B unknown number of images",
                "Wilson App. D uneven batch sizes", "Wilson App. E inversion learning rate",
                "Wilson App. F upper bound unaffected by local iterations",
                "Wilson App. F gap grows with clients", "Wilson App. F gap grows with local iterations"]
-        return [row(paper=PAPER, result_id=i, claim="", paper_value="", ours="", verdict=why, chapter=CH_FACTORS,
-                    data="real") for i in ids]
+        return not_run_rows(PAPER, ids, why=why, chapter=CH_FACTORS, data="real")
     f = factor_numbers(rec)
     common = dict(paper=PAPER, data="real", record=rec)
     out = []
@@ -457,12 +454,9 @@ def _ablation_rows(rec: Mapping[str, Any] | None) -> list[Row]:
     ids = ("Wilson Fig. 7 direct post-processing improves quality", "Wilson Fig. 2 direct post-processing keeps "
            "pixel-level correctness", "Wilson Fig. 3 MDE improves then over-fits")
     if rec is None:
-        from . import not_run
-
-        why = not_run("diffusion_ablation_quick.json is not committed; python -m flprivacy.experiments."
-                      "diffusion_ablation (about 15 CPU-minutes)")
-        return [row(paper=PAPER, result_id=i, claim="", paper_value="", ours="", verdict=why, chapter=CH_DIFFUSION,
-                    data="real") for i in ids]
+        why = ("diffusion_ablation_quick.json is not committed; python -m flprivacy.experiments."
+               "diffusion_ablation (about 15 CPU-minutes)")
+        return not_run_rows(PAPER, ids, why=why, chapter=CH_DIFFUSION, data="real")
     a = ablation_numbers(rec)
     raw, ddrm = a["raw"], a["ddrm"]
     gain = (ddrm["ssim"] / raw["ssim"] - 1) * 100
