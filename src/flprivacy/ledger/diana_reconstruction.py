@@ -186,7 +186,7 @@ def _because(v: Verdict, why: str) -> Verdict:
 
 
 def _live_rows() -> list[Row]:
-    from .xu_neglia import EXACT_C, _below, exact_recovery_live, hard_instance_live
+    from .xu_neglia import EXACT_C, _below, exact_recovery_live, hard_instance_live, lower_bound_verdicts
 
     a3 = alg3_live()["cases"]
     lem = lemma2_live()
@@ -212,15 +212,13 @@ def _live_rows() -> list[Row]:
             paper_value="θ^t vanishes in coordinates t+1..d for t < d (eqs. 28-29)",
             ours=f"hard instance, d = {d}: zero pattern exact and tight in {sum(hard['staircase'])} of {d} rounds; "
                  f"global optimum without a zero coordinate: {hard['optimum_dense']}",
-            verdict=combine(bound(sum(hard["staircase"]), d, what="zero pattern"),
-                            bound(int(hard["optimum_dense"]), 1, what="θ* has no zero coordinate")),
+            verdict=lower_bound_verdicts(hard)[0],
             chapter=CH_LOWER),
         row(**common, result_id="Diana Prop. 3 Ω(d) messages to reconstruct", claim=QUOTES["Prop. 3 messages"],
             paper_value="two datasets, identical messages before round d-1",
             ours=f"d = {d}: identical exchanges in {sum(same[:d - 1])} of rounds 0-{d - 2}, different in "
                  f"{sum(not s for s in same[d - 1:])} of the {len(same) - d + 1} after",
-            verdict=combine(bound(sum(same[:d - 1]), d - 1, what="identical before round d-1"),
-                            bound(sum(not s for s in same[d - 1:]), len(same) - d + 1, what="different after")),
+            verdict=lower_bound_verdicts(hard)[1],
             chapter=CH_LOWER),
         row(**common, result_id="Diana App. A Lemma 2 W invertible", claim=QUOTES["Lemma 2"],
             paper_value="invertible for every n >= 0 and SPD A",

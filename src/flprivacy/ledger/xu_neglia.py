@@ -139,6 +139,18 @@ def exact_recovery_live() -> dict[str, Any]:
     return {"cases": out, "eps": eps}
 
 
+def lower_bound_verdicts(hard: dict[str, Any]) -> tuple[Verdict, Verdict]:
+    """The two halves of the Ω(d) lower bound (Xu & Neglia Obs. 2 = Diana et al. Prop. 3) on the live
+    hard instance: θ^t stays in the staircase for t < d and θ* has no zero coordinate (rounds), and
+    the two data sets send identical messages before round d-1 and different ones after (messages)."""
+    d, same = hard["d"], hard["same"]
+    rounds = combine(bound(sum(hard["staircase"]), d, what="zero pattern of θ^t and of the reply"),
+                     bound(int(hard["optimum_dense"]), 1, what="θ* has no zero coordinate"))
+    messages = combine(bound(sum(same[:d - 1]), d - 1, what="identical before round d-1"),
+                       bound(sum(not s for s in same[d - 1:]), len(same) - d + 1, what="different from round d-1"))
+    return rounds, messages
+
+
 @functools.lru_cache(maxsize=1)
 def hard_instance_live(d: int = 12) -> dict[str, Any]:
     """Obs. 2 / Diana Prop. 3 on Nesterov's hard instance (``d`` features, two clients, one
@@ -396,15 +408,13 @@ def _live_rows() -> list[Row]:
             paper_value="θ^t has at most t non-zero coordinates for t < d; θ* has none zero",
             ours=f"hard instance, d = {d}: staircase exact and tight in {sum(hard['staircase'])} of {d} rounds; smallest "
                  f"|θ*_i| = {hard['min_abs_optimum']:.2e}",
-            verdict=combine(bound(sum(hard["staircase"]), d, what="zero pattern of θ^t and of the reply"),
-                            bound(int(hard["optimum_dense"]), 1, what="θ* has no zero coordinate")),
+            verdict=lower_bound_verdicts(hard)[0],
             chapter=CH_LOWER),
         row(**common, result_id="Xu Observation 2 Ω(d) messages to reconstruct", claim=QUOTES["Obs. 2 messages"],
             paper_value="two clients with different optima send identical messages before round d-1",
             ours=f"d = {d}: identical exchanges in rounds 0-{d - 2}: {sum(same[:d - 1])} of {d - 1}; different from "
                  f"round {d - 1} on: {sum(not s for s in same[d - 1:])} of {len(same) - d + 1}",
-            verdict=combine(bound(sum(same[:d - 1]), d - 1, what="identical before round d-1"),
-                            bound(sum(not s for s in same[d - 1:]), len(same) - d + 1, what="different from round d-1")),
+            verdict=lower_bound_verdicts(hard)[1],
             chapter=CH_LOWER),
         row(**common, result_id="Xu Algo. 3 affine G is Observation 1", claim=QUOTES["Algo. 3"],
             paper_value="affine G on full-batch least squares decodes θ_c^*",
