@@ -132,7 +132,7 @@ class LinearStack:
 
         Written out by hand (see the module docstring) for ReLU/identity activations and the
         losses mse, bce and cross-entropy with class indices; autograd otherwise."""
-        if self._manual and (self.model.loss_name != "cross_entropy" or not y.dtype.is_floating_point):
+        if self._by_hand(y):
             return self._loss_and_grad_by_hand(thetas, X, y, mask)
         with torch.enable_grad():
             th = thetas.detach().requires_grad_(True)
@@ -142,9 +142,14 @@ class LinearStack:
 
     def grad(self, thetas: Tensor, X: Tensor, y: Tensor, mask: Tensor | None = None) -> Tensor:
         """The gradient ``(M, d)`` of :meth:`loss` alone (what an SGD step needs)."""
-        if self._manual and (self.model.loss_name != "cross_entropy" or not y.dtype.is_floating_point):
+        if self._by_hand(y):
             return self._loss_and_grad_by_hand(thetas, X, y, mask, want_loss=False)[1]
         return self.loss_and_grad(thetas, X, y, mask)[1]
+
+    def _by_hand(self, y: Tensor) -> bool:
+        """Whether the hand-written gradient applies: ReLU/identity stacks, and class indices
+        (not probabilities) for cross-entropy."""
+        return self._manual and (self.model.loss_name != "cross_entropy" or not y.dtype.is_floating_point)
 
     def _loss_and_grad_by_hand(self, thetas: Tensor, X: Tensor, y: Tensor, mask: Tensor | None,
                                want_loss: bool = True) -> tuple[Tensor | None, Tensor]:
