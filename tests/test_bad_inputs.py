@@ -95,8 +95,8 @@ SKIP: dict[str, str] = {
     **{k: "a result/record container returned by the library" for k in (
         "log.Exchange", "federation.FLRun", "log.ClientMessages", "log.MessageLog", "log.GlobalModels",
         "attacks.reconstruction.LeastSquaresReconstruction", "attacks.reconstruction.SubsetSelection",
-        "attacks.reconstruction.LearnedMappingResult", "attacks.inference.GradientAIAResult",
-        "attacks.inference.LocalOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
+        "attacks.reconstruction.LearnedMappingResult", "attacks.gradient_aia.GradientAIAResult",
+        "optimum.LocalOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
         "metrics.Quality", "threats.GlobalModels", "data.census.FederatedTask", "data.synthetic.SyntheticFederation",
         "data.synthetic.HardInstance", "data.tabular.TabularData", "data.files.RemoteFile")},
     **{k: "an exception or warning class" for k in (
@@ -106,7 +106,7 @@ SKIP: dict[str, str] = {
     "threats.Adversary": "an abstract base class with no arguments",
     "models.LeNet5": "the nn.Module behind lenet5(), which is covered",
     "attacks.reconstruction.UpdateMapping": "the network G of learned_mapping_reconstruction, which is covered",
-    "attacks.inference.GradientObjective": "the internal objective of gradient_aia, which is covered",
+    "attacks.gradient_aia.GradientObjective": "the internal objective of gradient_aia, which is covered",
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
     "flower.quiet_flower": "a context manager around Flower's logger; its only argument is a logging level",
@@ -147,7 +147,7 @@ SKIP: dict[str, str] = {
 @functools.cache
 def fx() -> dict:
     from flprivacy import ClientData, LocalSGD, curious_client, eavesdrop, lenet5, linear_regression, mlp, run_fedavg
-    from flprivacy.attacks.inference import SensitiveAttribute
+    from flprivacy.data.attributes import SensitiveAttribute
 
     g = torch.Generator().manual_seed(0)
     lin = linear_regression(3)
@@ -202,7 +202,8 @@ def _R(func, post=None, accept=None, compare=True):
 
 def recipes() -> dict[str, Recipe]:
     from flprivacy import batched, bounds, config, federation, metrics, models, optimum, threats
-    from flprivacy.attacks import active, inference, inversion, reconstruction
+    from flprivacy.attacks import active, gradient_aia, inversion, model_based_aia, reconstruction
+    from flprivacy.data import attributes
     from flprivacy.stack import LinearStack
     from flprivacy.data import census, images, splits, synthetic, tabular
     import flprivacy.data as data
@@ -361,30 +362,30 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(messages=[msgs()], hidden=4, fit_steps=3, decode_steps=3, seed=0), compare=False)
     # inference
     Xa, ya = (lambda: F()["clients"][0].X), (lambda: F()["clients"][0].y)
-    add("data.attributes.SensitiveAttribute", inference.SensitiveAttribute,
+    add("data.attributes.SensitiveAttribute", attributes.SensitiveAttribute,
         lambda: dict(columns=(2,), candidates=torch.tensor([[0.0], [1.0]])), compare=False,
         accept={"candidates:other_dtype": "candidates are stored in float64",
                 "candidates:nan": "checked when used", "candidates:inf": "checked when used"})
-    add("attacks.inference.candidate_losses", inference.candidate_losses,
+    add("attacks.model_based_aia.candidate_losses", model_based_aia.candidate_losses,
         lambda: dict(model=F()["lin"], theta=F()["theta"], X=Xa(), y=ya(), attribute=F()["attr"]))
-    add("attacks.inference.model_based_aia", inference.model_based_aia,
+    add("attacks.model_based_aia.model_based_aia", model_based_aia.model_based_aia,
         lambda: dict(model=F()["lin"], theta=F()["theta"], X=Xa(), y=ya(), sensitive_columns=[2],
                      candidates=torch.tensor([[0.0], [1.0]])))
-    add("attacks.inference.model_based_accuracy", inference.model_based_accuracy,
+    add("attacks.model_based_aia.model_based_accuracy", model_based_aia.model_based_accuracy,
         lambda: dict(model=F()["lin"], theta=F()["theta"], X=Xa(), y=ya(), attribute=F()["attr"]))
-    add("attacks.inference.aia_accuracy", inference.aia_accuracy,
+    add("attacks.model_based_aia.aia_accuracy", model_based_aia.aia_accuracy,
         lambda: dict(predicted=torch.tensor([0, 1, 1]), true_index=torch.tensor([0, 1, 0])))
-    add("attacks.inference.two_step_decoder", inference.two_step_decoder,
+    add("attacks.model_based_aia.two_step_decoder", model_based_aia.two_step_decoder,
         lambda: dict(theta=F()["theta"], X=Xa(), y=ya(), column=2))
-    add("attacks.inference.first_rounds_sets", inference.first_rounds_sets, lambda: dict(rounds=[0, 1, 2, 3]))
-    add("attacks.inference.gradient_aia", inference.gradient_aia,
+    add("attacks.gradient_aia.first_rounds_sets", gradient_aia.first_rounds_sets, lambda: dict(rounds=[0, 1, 2, 3]))
+    add("attacks.gradient_aia.gradient_aia", gradient_aia.gradient_aia,
         lambda: dict(model=F()["lin"], messages=msgs(), X=Xa(), y=ya(), attribute=F()["attr"], iterations=2,
                      learning_rates=(100.0,), seed=0),
         accept={"too_few_messages": "the gradient-based AIA runs on any number >= 1 of messages"})
-    add("attacks.inference.optimal_local_model", inference.optimal_local_model,
+    add("optimum.optimal_local_model", optimum.optimal_local_model,
         lambda: dict(model=F()["lin"], X=Xa(), y=ya(), starts=F()["theta"], max_steps=4, pilot_steps=2,
                      check_every=2), compare=False)
-    add("attacks.inference.optimal_local_models", inference.optimal_local_models,
+    add("optimum.optimal_local_models", optimum.optimal_local_models,
         lambda: dict(model=F()["lin"], datasets=[(Xa(), ya())], starts=[F()["theta"]], max_steps=4, pilot_steps=2,
                      check_every=2), compare=False)
     # active

@@ -11,7 +11,8 @@ flwr = pytest.importorskip("flwr", reason="Flower is an optional extra: pip inst
 
 from flprivacy import ClientData, LocalSGD, curious_client, eavesdrop, lenet5, linear_regression, run_fedavg  # noqa: E402
 from flprivacy.attacks.active import AdamActive  # noqa: E402
-from flprivacy.attacks.inference import SensitiveAttribute, model_based_aia  # noqa: E402
+from flprivacy.attacks.model_based_aia import model_based_aia  # noqa: E402
+from flprivacy.data.attributes import SensitiveAttribute  # noqa: E402
 from flprivacy.attacks.inversion import curious_client_attack  # noqa: E402
 from flprivacy.attacks.reconstruction import reconstruct_least_squares  # noqa: E402
 from flprivacy.optimum import least_squares_optimum  # noqa: E402

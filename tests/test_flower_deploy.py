@@ -16,7 +16,8 @@ flwr = pytest.importorskip("flwr", reason="Flower is an optional extra: pip inst
 psutil = pytest.importorskip("psutil", reason="the deployment test checks for leftover processes with psutil")
 
 from flprivacy import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg  # noqa: E402
-from flprivacy.attacks.inference import SensitiveAttribute, model_based_aia  # noqa: E402
+from flprivacy.attacks.model_based_aia import model_based_aia  # noqa: E402
+from flprivacy.data.attributes import SensitiveAttribute  # noqa: E402
 from flprivacy.attacks.reconstruction import reconstruct_least_squares  # noqa: E402
 from flprivacy.flower_deploy import Deployment, deploy  # noqa: E402
 

@@ -10,20 +10,10 @@ from hypothesis import strategies as st
 
 from flprivacy import ClientData, LocalSGD, lenet5, linear_regression, logistic_regression, mlp, run_fedavg
 from flprivacy.stack import LinearStack
-from flprivacy.attacks.inference import (
-    GradientAIAResult,
-    SensitiveAttribute,
-    GradientObjective,
-    aia_accuracy,
-    candidate_losses,
-    first_rounds_sets,
-    gradient_aia,
-    model_based_accuracy,
-    model_based_aia,
-    optimal_local_model,
-    optimal_local_models,
-    two_step_decoder,
-)
+from flprivacy.attacks.gradient_aia import GradientAIAResult, GradientObjective, first_rounds_sets, gradient_aia
+from flprivacy.attacks.model_based_aia import aia_accuracy, candidate_losses, model_based_accuracy, model_based_aia, two_step_decoder
+from flprivacy.data.attributes import SensitiveAttribute
+from flprivacy.optimum import optimal_local_model, optimal_local_models
 from flprivacy.bounds import aia_accuracy_lower_bound
 from flprivacy.federation import ClientMessages
 

@@ -11,13 +11,9 @@ import torch
 
 from flprivacy import ClientData, LocalSGD, linear_regression, mlp, run_fedavg
 from flprivacy.attacks.active import AdamActive, adam_step
-from flprivacy.attacks.inference import (
-    GradientObjective,
-    SensitiveAttribute,
-    first_rounds_sets,
-    gradient_aia,
-    optimal_local_models,
-)
+from flprivacy.attacks.gradient_aia import GradientObjective, first_rounds_sets, gradient_aia
+from flprivacy.data.attributes import SensitiveAttribute
+from flprivacy.optimum import optimal_local_models
 from flprivacy.config import generator
 
 

@@ -245,7 +245,7 @@ def _tiny(s):
 
 
 def test_table2_pipeline_uses_alg3_for_the_passive_row():
-    from flprivacy.attacks.inference import candidate_losses
+    from flprivacy.attacks.model_based_aia import candidate_losses
 
     s = _tiny(part3_table2.QUICK_TABLE2_SETTINGS["Medical"])
     task = part3_table2.make_ls_task("Medical", "medical", 0, s)

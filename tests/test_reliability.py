@@ -15,7 +15,8 @@ import torch
 
 from flprivacy import ClientData, LocalSGD, eavesdrop, linear_regression, lenet5, mlp, run_fedavg
 from flprivacy.attacks.active import local_sgd_many, simulate_adam_active
-from flprivacy.attacks.inference import SensitiveAttribute, candidate_losses, model_based_aia
+from flprivacy.attacks.model_based_aia import candidate_losses, model_based_aia
+from flprivacy.data.attributes import SensitiveAttribute
 from flprivacy.attacks.inversion import lemma1_prediction, restore_label_counts
 from flprivacy.attacks.reconstruction import random_subset_search, reconstruct_least_squares
 from flprivacy.federation import n_local_steps

@@ -6,16 +6,22 @@ and what the oracle Model-w-O attacks.
 - :func:`regularised_optimum`: any model with a small L2 term, by full-batch L-BFGS (Xu & Neglia
   §4, Adult: the small PhD clients are linearly separable, so the plain optimum is at infinity);
 - the Model-w-O optimum of Diana et al. §5.3, Adam run to convergence from many starts at once:
-  :func:`flprivacy.attacks.inference.optimal_local_models`.
+  :func:`optimal_local_models`.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from .federation import ClientData
 from .models import FLModel, design
+from .stack import LinearStack
+from .validation import NonFiniteError, as_tensor, check_finite, check_int
 
 
 def least_squares_optimum(data: ClientData) -> Tensor:
@@ -44,3 +50,173 @@ def regularised_optimum(model: FLModel, data: ClientData, l2: float, iterations:
 
     opt.step(closure)
     return theta.detach()
+
+
+# ---- Model-w-O: the client's optimal local model (Diana et al. §5.3) ---------------------------
+MODEL_WO_LEARNING_RATES: tuple[float, ...] = (1e-2, 1e-1, 1.0)
+"""Adam learning rates tried by :func:`optimal_local_model` (all at once)."""
+
+
+@dataclass
+class LocalOptimum:
+    """Result of :func:`optimal_local_model`: the best model and every candidate's final loss."""
+
+    theta: Tensor
+    loss: float
+    losses: Tensor  # (starts, learning rates)
+    steps: int
+
+
+def optimal_local_model(model: FLModel, X: Tensor, y: Tensor, starts: Tensor, **kwargs) -> LocalOptimum:
+    """θ_c^* = argmin_θ L_c(θ, D_c), approximately, for one client: see
+    :func:`optimal_local_models` (same arguments, one client)."""
+    return optimal_local_models(model, [(X, y)], [starts], **kwargs)[0]
+
+
+def optimal_local_models(
+    model: FLModel,
+    datasets: Sequence[tuple[Tensor, Tensor]],
+    starts: Sequence[Tensor],
+    *,
+    learning_rates: Sequence[float] = MODEL_WO_LEARNING_RATES,
+    max_steps: int = 5000,
+    pilot_steps: int = 100,
+    keep: int = 1,
+    tol: float = 1e-4,
+    check_every: int = 100,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+    chunk_rows: int = 2**13,
+) -> list[LocalOptimum]:
+    """Each client's optimal local model θ_c^* = argmin_θ L_c(θ, D_c), approximately:
+    full-batch Adam run to convergence on her data, the oracle of "Model-w-O" (Diana §5.3:
+    "running Adam for a very large number of iterations").
+
+    For every client, every start (warm starts such as her last returned model, or the active
+    attack's estimate) is run with every learning rate for ``pilot_steps``; her ``keep``
+    candidates with the lowest loss continue (successive halving) until ``max_steps`` or until
+    their loss improved by less than ``tol`` (relative) over ``check_every`` steps. The
+    candidate with the lowest training loss wins (the oracle knows the client's loss). An
+    over-parameterised network keeps lowering its training loss for a long time, so for an MLP
+    ``max_steps`` is the budget that defines "convergence". Clients are optimised together
+    (padded to a common size, in chunks of about ``chunk_rows`` rows, smallest first).
+
+    Args:
+        datasets: ``[(X_c, y_c)]`` of the clients.
+        starts: per client, ``(d,)`` or ``(S, d)`` initial models.
+    """
+    where = "optimal_local_models"
+    for name, v in (("max_steps", max_steps), ("pilot_steps", pilot_steps), ("check_every", check_every), ("keep", keep)):
+        check_int(name, v, where, minimum=1)
+    datasets = [(check_finite("X", as_tensor("X", X, where=where, min_rows=1, dtype=model.dtype), where),
+                 check_finite("y", as_tensor("y", y, where=where), where)) for X, y in datasets]
+    starts = [check_finite("starts", as_tensor("starts", s, where=where, ndim=(1, 2), dtype=model.dtype), where) for s in starts]
+    for s in starts:
+        if s.numel() == 0 or s.shape[-1] != model.dim:
+            raise ValueError(f"{where}: starts must be (d,) or (S, d) with d = {model.dim} (the model's dimension), "
+                             f"S >= 1; got {tuple(s.shape)}.")
+    for X, _ in datasets:
+        try:
+            model.forward(starts[0].reshape(-1, model.dim)[0], X[:1])
+        except ValueError as e:
+            raise ValueError(f"{where}: X does not fit the model: {e}") from None
+    if len(datasets) != len(starts):
+        raise ValueError(f"give one start tensor per client: {len(datasets)} data sets, {len(starts)} starts.")
+    starts = [s.unsqueeze(0) if s.ndim == 1 else s for s in starts]
+    for (X, y), s in zip(datasets, starts):
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+        if s.shape[1] != model.dim:
+            raise ValueError(f"starts must have {model.dim} columns (the model's dimension), got {tuple(s.shape)}.")
+    try:
+        stack = LinearStack(model)
+    except NotImplementedError:
+        stack = None
+    out: list[LocalOptimum | None] = [None] * len(datasets)
+    order = sorted(range(len(datasets)), key=lambda c: datasets[c][0].shape[0])
+    L = len(learning_rates)
+    chunk: list[int] = []
+    for pos, c in enumerate(order):
+        chunk.append(c)
+        n_max = datasets[c][0].shape[0]
+        rows = n_max * sum(starts[k].shape[0] * L for k in chunk)
+        if rows >= chunk_rows or pos == len(order) - 1 or stack is None:
+            for k, res in zip(chunk, _adam_to_convergence(model, stack, [datasets[k] for k in chunk],
+                                                          [starts[k] for k in chunk], learning_rates, max_steps,
+                                                          pilot_steps, keep, tol, check_every, betas, eps)):
+                out[k] = res
+            chunk = []
+    return out  # type: ignore[return-value]
+
+
+def _adam_to_convergence(model, stack, datasets, starts, learning_rates, max_steps, pilot_steps, keep, tol,
+                         check_every, betas, eps) -> list[LocalOptimum]:
+    dtype = model.dtype
+    lrs = torch.tensor([float(v) for v in learning_rates], dtype=dtype)
+    L = lrs.numel()
+    owner_all = torch.cat([torch.full((s.shape[0] * L,), i) for i, s in enumerate(starts)])
+    theta0 = torch.cat([s.to(dtype).repeat_interleave(L, 0) for s in starts]).clone()
+    lr_all = torch.cat([lrs.repeat(s.shape[0]) for s in starts]).unsqueeze(1)
+    if stack is not None:
+        n_max = max(X.shape[0] for X, _ in datasets)
+        Xp = torch.zeros(len(datasets), n_max, datasets[0][0].shape[1], dtype=dtype)
+        yp = torch.zeros(len(datasets), n_max, dtype=datasets[0][1].dtype)
+        mask = torch.zeros(len(datasets), n_max, dtype=dtype)
+        for i, (X, y) in enumerate(datasets):
+            Xp[i, : X.shape[0]], yp[i, : X.shape[0]], mask[i, : X.shape[0]] = X, y, 1.0
+
+    def make_loss_grad(rows: Tensor):
+        """Loss and gradient of the candidates ``rows`` (data gathered once per compaction)."""
+        o = owner_all[rows]
+        if stack is not None:
+            Xr, yr, mr = Xp[o], yp[o], mask[o]
+            return lambda th: stack.loss_and_grad(th, Xr, yr, mr)
+
+        def lg(th: Tensor) -> tuple[Tensor, Tensor]:
+            res = [(model.loss(t, *datasets[i]).detach(), model.grad(t, *datasets[i])) for t, i in zip(th, o.tolist())]
+            return torch.stack([r[0] for r in res]), torch.stack([r[1] for r in res])
+        return lg
+
+    # the running candidates are kept compact: rows[j] is the original index of row j
+    rows = torch.arange(theta0.shape[0])
+    theta, lr = theta0.clone(), lr_all.clone()
+    m, v = torch.zeros_like(theta), torch.zeros_like(theta)
+    loss_grad = make_loss_grad(rows)
+    best_loss = torch.nan_to_num(loss_grad(theta)[0], nan=float("inf"))
+    best_theta = theta0.clone()
+    last_check = best_loss.clone()
+    b1, b2 = betas
+    step = 0
+    for step in range(1, max_steps + 1):
+        loss, g = loss_grad(theta)
+        better = (loss < best_loss[rows]).nonzero().squeeze(1)
+        best_loss[rows[better]] = loss[better]
+        best_theta[rows[better]] = theta[better]
+        m.mul_(b1).add_(g, alpha=1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        theta -= lr * (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt_() + eps)
+        keep_rows = torch.isfinite(theta).all(1)
+        if step == pilot_steps:  # successive halving: each client keeps her best `keep` candidates
+            for i in range(len(starts)):
+                mine = (owner_all[rows] == i).nonzero().squeeze(1)
+                ranked = mine[best_loss[rows[mine]].argsort()]
+                keep_rows[ranked[keep:]] = False
+        if step % check_every == 0:
+            stalled = best_loss[rows] > last_check[rows] * (1 - tol)
+            last_check[rows] = best_loss[rows]
+            keep_rows &= ~stalled
+        if not bool(keep_rows.all()):
+            rows, theta, lr, m, v = rows[keep_rows], theta[keep_rows], lr[keep_rows], m[keep_rows], v[keep_rows]
+            if rows.numel() == 0:
+                break
+            loss_grad = make_loss_grad(rows)
+    results = []
+    for i, s in enumerate(starts):
+        mine = (owner_all == i).nonzero().squeeze(1)
+        k = int(mine[torch.nan_to_num(best_loss[mine], nan=float("inf")).argmin()])
+        if not bool(torch.isfinite(best_theta[k]).all()) or not math.isfinite(float(best_loss[k])):
+            raise NonFiniteError(f"optimal_local_models: every candidate of client {i} diverged (non-finite loss); "
+                                 f"lower the learning_rates {tuple(learning_rates)}.")
+        results.append(LocalOptimum(theta=best_theta[k].clone(), loss=float(best_loss[k]),
+                                    losses=best_loss[mine].view(s.shape[0], L).clone(), steps=step))
+    return results

@@ -11,7 +11,9 @@ import sys
 
 from tools.mutation import Mutant
 
-INF = "src/flprivacy/attacks/inference.py"
+MBA = "src/flprivacy/attacks/model_based_aia.py"
+GRA = "src/flprivacy/attacks/gradient_aia.py"
+OPT = "src/flprivacy/optimum.py"
 ACT = "src/flprivacy/attacks/active.py"
 BND = "src/flprivacy/bounds.py"
 CEN = "src/flprivacy/data/census.py"
@@ -23,29 +25,29 @@ TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "
 
 MUTANTS = [
     # ---- eq. 3: model-based AIA, argmin of the loss over candidates ----------------------------------------
-    Mutant("aia_argmax", INF, "return candidate_losses(model, theta, X, y, attribute).argmin(-2)",
+    Mutant("aia_argmax", MBA, "return candidate_losses(model, theta, X, y, attribute).argmin(-2)",
            "return candidate_losses(model, theta, X, y, attribute).argmax(-2)", "eq. 3: argmin ℓ replaced by argmax"),
     # ---- eq. 4: two-step decoder -------------------------------------------------------------------------------
-    Mutant("decoder_no_division", INF, "s_tilde = (y.to(torch.float64) - P @ w - b) / w[column]",
+    Mutant("decoder_no_division", MBA, "s_tilde = (y.to(torch.float64) - P @ w - b) / w[column]",
            "s_tilde = (y.to(torch.float64) - P @ w - b)", "eq. 4: s̃ not divided by θ[s]"),
-    Mutant("decoder_bias_sign", INF, "s_tilde = (y.to(torch.float64) - P @ w - b) / w[column]",
+    Mutant("decoder_bias_sign", MBA, "s_tilde = (y.to(torch.float64) - P @ w - b) / w[column]",
            "s_tilde = (y.to(torch.float64) - P @ w + b) / w[column]", "eq. 4: intercept sign"),
     # ---- Prop. 1 --------------------------------------------------------------------------------------------------
     Mutant("prop1_twice_too_strong", BND, "return 1.0 - 4.0 * mse / theta_s**2", "return 1.0 - 2.0 * mse / theta_s**2",
            "Prop. 1: 1 - 4E_c/θ[s]² replaced by a bound twice too strong"),
     # ---- eq. 2 and the Gumbel-softmax relaxation ----------------------------------------------------------------
-    Mutant("gumbel_temperature_10x", INF, "    temperature: float = 1.0,\n", "    temperature: float = 10.0,\n",
+    Mutant("gumbel_temperature_10x", GRA, "    temperature: float = 1.0,\n", "    temperature: float = 10.0,\n",
            "App. B.5: Gumbel-softmax temperature 1 (default 10× too high)"),
-    Mutant("gumbel_noise_sign", INF, "torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)",
+    Mutant("gumbel_noise_sign", GRA, "torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)",
            "torch.softmax((logits[idx] + torch.log(-torch.log(u))) / temperature, -1)",
            "Gumbel noise g = -log(-log u), sign flipped"),
-    Mutant("gumbel_backward_no_temperature", INF, "g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True)) / temperature",
+    Mutant("gumbel_backward_no_temperature", GRA, "g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True)) / temperature",
            "g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True))", "softmax backward: 1/τ factor dropped"),
-    Mutant("gumbel_straight_through_scale", INF, "dZ = (dW / n).view(-1, C, n).permute(0, 2, 1)",
+    Mutant("gumbel_straight_through_scale", GRA, "dZ = (dW / n).view(-1, C, n).permute(0, 2, 1)",
            "dZ = dW.view(-1, C, n).permute(0, 2, 1)", "∂/∂Z = ∂/∂W / n: normalisation dropped"),
-    Mutant("grad_select_min_cosine", INF, "k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmax())",
+    Mutant("grad_select_min_cosine", GRA, "k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmax())",
            "k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmin())", "Grad keeps the highest cosine, not the lowest"),
-    Mutant("round_sets_ceil", INF, "sizes = sorted({max(1, math.floor(f * len(rounds))) for f in fractions})",
+    Mutant("round_sets_ceil", GRA, "sizes = sorted({max(1, math.floor(f * len(rounds))) for f in fractions})",
            "sizes = sorted({max(1, math.ceil(f * len(rounds))) for f in fractions})",
            "App. B.5: first max(1, ⌊f|T|⌋) rounds"),
     # ---- Alg. 4: Adam on the pseudo-gradient ------------------------------------------------------------------
@@ -58,7 +60,7 @@ MUTANTS = [
     Mutant("adam_pseudo_gradient_sign", ACT, "adam_step(st, st.theta - reply.to(st.theta.dtype), self.lr, self.betas, self.eps)",
            "adam_step(st, reply.to(st.theta.dtype) - st.theta, self.lr, self.betas, self.eps)",
            "Alg. 4: the gradient is θ_c^a - θ_c"),
-    Mutant("model_wo_adam_no_bias_correction", INF, "theta -= lr * (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt_() + eps)",
+    Mutant("model_wo_adam_no_bias_correction", OPT, "theta -= lr * (m / (1 - b1**step)) / ((v / (1 - b2**step)).sqrt_() + eps)",
            "theta -= lr * m / (v.sqrt() + eps)", "Model-w-O's Adam: bias corrections dropped"),
     # ---- Alg. 5: heterogeneity split -----------------------------------------------------------------------------
     Mutant("alg5_h_sign", CEN, "m = int(round((0.5 - h) * k))", "m = int(round(h * k))",

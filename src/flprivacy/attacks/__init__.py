@@ -1,6 +1,8 @@
 """The attacks, one module per family:
 
-- :mod:`.inference`: attribute inference (model-based AIA, Diana et al. 2025 eq. 3; gradient-based AIA, eq. 2; Model-w-O)
+- :mod:`.model_based_aia`: model-based attribute inference (Diana et al. 2025, eq. 3-4, Prop. 1)
+- :mod:`.gradient_aia`: gradient-based attribute inference (Diana et al. 2025, eq. 2, App. B.5); the
+  Model-w-O oracle's optimum is :func:`flprivacy.optimum.optimal_local_models`
 - :mod:`.active`: the active reconstruction of a client's local model (Diana et al. 2025, Alg. 4)
 - :mod:`.reconstruction`: local model reconstruction (Alg. 3 with message selection, Xu & Neglia Algo. 3)
 - :mod:`.inversion`: gradient inversion (DLG, iDLG, inverting gradients) and the curious-client attack (Wilson et al. 2025)

@@ -2,7 +2,7 @@
 
 A description of data columns, used by the data loaders (:mod:`flprivacy.data.census` names the
 attribute of each task) and by the attribute-inference attacks of Diana et al. 2025
-(:mod:`flprivacy.attacks.inference`), which enumerate its candidate values.
+(:mod:`flprivacy.attacks.model_based_aia`, :mod:`flprivacy.attacks.gradient_aia`), which enumerate its candidate values.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import torch
 from tqdm import tqdm
 
 from .. import ClientData, eavesdrop, linear_regression, run_fedavg
-from ..attacks.inference import aia_accuracy, model_based_aia
+from ..attacks.model_based_aia import aia_accuracy, model_based_aia
 from ..attacks.reconstruction import reconstruct_least_squares
 from ..config import child_seed
 from ..data import toy_least_squares

@@ -26,15 +26,10 @@ from tqdm import tqdm
 
 from .. import ClientData, LocalSGD, mlp, run_fedavg
 from ..attacks.active import SendBackAll
-from ..attacks.inference import (
-    GRAD_LEARNING_RATES,
-    GradientAIAResult,
-    SensitiveAttribute,
-    candidate_losses,
-    first_rounds_sets,
-    gradient_aia,
-    optimal_local_models,
-)
+from ..attacks.gradient_aia import GRAD_LEARNING_RATES, GradientAIAResult, first_rounds_sets, gradient_aia
+from ..attacks.model_based_aia import candidate_losses
+from ..data.attributes import SensitiveAttribute
+from ..optimum import optimal_local_models
 from ..config import at_scale, child_seed, generator
 from ..data import encode, load_adult
 from ..data.census import ACS, SYNTHETIC, acs_available, encode_census, load_acs_income, synthetic_census

@@ -34,14 +34,9 @@ from .. import LocalSGD, mlp, run_fedavg
 from ..federation import FLRun, LocalTrainer, MessageLog
 from ..models import FLModel
 from ..attacks.active import AdamActive, SendBackAll, tune_adam_active
-from ..attacks.inference import (
-    GRAD_LEARNING_RATES,
-    GradientAIAResult,
-    candidate_losses,
-    first_rounds_sets,
-    gradient_aia,
-    optimal_local_models,
-)
+from ..attacks.gradient_aia import GRAD_LEARNING_RATES, GradientAIAResult, first_rounds_sets, gradient_aia
+from ..attacks.model_based_aia import candidate_losses
+from ..optimum import optimal_local_models
 from ..config import at_scale, child_seed
 from ..data.census import FederatedTask, acs_available, income_a_task, income_l_task, medical_task
 from . import add_threads_option, save_result, seed_int, use_threads

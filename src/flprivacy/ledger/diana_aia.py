@@ -128,7 +128,7 @@ def _prop1_row() -> Row:
     """Prop. 1 (accuracy ≥ 1 − 4 E_c/θ[s]²) on 200 seeded least-squares instances, any model θ."""
     import torch
 
-    from ..attacks.inference import aia_accuracy, model_based_aia
+    from ..attacks.model_based_aia import aia_accuracy, model_based_aia
     from ..bounds import aia_accuracy_lower_bound
     from ..models import design, linear_regression
 

@@ -1,0 +1,368 @@
+"""Gradient-based attribute inference (Diana et al. 2025, eq. 2, App. B.5; Lyu & Chen 2021,
+Chen et al. 2022).
+
+The adversary picks the sensitive attributes whose *virtual* gradients at the global models θ^t
+best align, in cosine similarity, with the client's pseudo-gradients θ^t - θ_c^t over a set of
+rounds. :func:`gradient_aia` solves it with the Gumbel-softmax trick for a grid of round sets and
+learning rates at once (App. B.5), and :class:`GradientAIAResult` selects "Grad" (best cosine)
+or "Grad-w-O" (best accuracy, an oracle). The model-based AIA is
+:mod:`flprivacy.attacks.model_based_aia`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from ..config import generator as make_generator
+from ..data.attributes import SensitiveAttribute
+from ..log import ClientMessages
+from ..models import FLModel
+from ..stack import LinearStack, _Linear
+from ..validation import as_tensor, check_finite, check_seed
+
+
+ROUND_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+"""The fractions F of App. B.5; the candidate round sets are the first max(1, floor(f · ``|T_c|``)) rounds, f in F."""
+
+GRAD_LEARNING_RATES: tuple[float, ...] = (1e2, 1e3, 1e4, 1e5, 1e6)
+"""The SGD learning rates of the Gumbel-softmax optimisation, {10^n, n = 2..6} (App. B.5)."""
+
+
+def first_rounds_sets(rounds: Sequence[int] | Tensor, fractions: Sequence[float] = ROUND_FRACTIONS,
+                      ) -> list[tuple[int, ...]]:
+    """The round sets {first max(1, floor(f · ``|T|``)) rounds of T, f ∈ fractions} (App. B.5), without
+    duplicates, smallest first. ``rounds`` is T in the order the rounds happened."""
+    rounds = [int(r) for r in (rounds.tolist() if isinstance(rounds, Tensor) else rounds)]
+    if not rounds:
+        raise ValueError("first_rounds_sets needs at least one observed round.")
+    if any(not 0 < f <= 1 for f in fractions):
+        raise ValueError(f"fractions must lie in (0, 1], got {list(fractions)}.")
+    sizes = sorted({max(1, math.floor(f * len(rounds))) for f in fractions})
+    return [tuple(rounds[:k]) for k in sizes]
+
+
+@dataclass
+class GradientAIAResult:
+    """The gradient-based AIA run for every (round set, learning rate) pair.
+
+    Attributes:
+        round_sets: the candidate sets T of rounds, indexed by ``s``.
+        learning_rates: the SGD learning rates, indexed by ``l``.
+        predictions: ``(S, L, n)`` inferred candidate index of every sample.
+        cosine: ``(S, L)`` mean cosine similarity between virtual gradients (at the inferred
+            attributes) and pseudo-gradients over the rounds of the set: what "Grad" maximises.
+        iterations: ``(S, L)`` SGD iterations run (fewer than the cap when stopped early).
+    """
+
+    round_sets: list[tuple[int, ...]]
+    learning_rates: tuple[float, ...]
+    predictions: Tensor
+    cosine: Tensor
+    iterations: Tensor
+
+    def accuracy(self, true_index: Tensor) -> Tensor:
+        """``(S, L)`` attack accuracy of every configuration."""
+        return (self.predictions == true_index).double().mean(-1)
+
+    def select_by_cosine(self) -> tuple[int, int]:
+        """(s, l) of "Grad": the highest cosine similarity (what a real adversary can compute)."""
+        k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmax())
+        return divmod(k, len(self.learning_rates))
+
+    def select_by_accuracy(self, true_index: Tensor) -> tuple[int, int]:
+        """(s, l) of "Grad-w-O": the highest attack accuracy (needs the truth: an oracle)."""
+        k = int(self.accuracy(true_index).argmax())
+        return divmod(k, len(self.learning_rates))
+
+    def grad(self) -> Tensor:
+        """Predictions of "Grad"."""
+        return self.predictions[self.select_by_cosine()]
+
+    def grad_with_oracle(self, true_index: Tensor) -> Tensor:
+        """Predictions of "Grad-w-O"."""
+        return self.predictions[self.select_by_accuracy(true_index)]
+
+    @staticmethod
+    def merge(*results: GradientAIAResult) -> GradientAIAResult:
+        """One result holding the round sets of several (same learning rates and samples), e.g.
+        the passive sets and the active ones, so that selection ranges over all of them."""
+        lrs = results[0].learning_rates
+        if any(r.learning_rates != lrs for r in results):
+            raise ValueError("merge: results must share their learning rates.")
+        return GradientAIAResult(
+            round_sets=[s for r in results for s in r.round_sets], learning_rates=lrs,
+            predictions=torch.cat([r.predictions for r in results]), cosine=torch.cat([r.cosine for r in results]),
+            iterations=torch.cat([r.iterations for r in results]),
+        )
+
+
+@dataclass
+class _Group:
+    positions: Tensor  # message positions (rounds) in this group
+    sets: list[int]  # round sets using all of them
+    stats: dict = field(default_factory=dict)
+
+
+class GradientObjective:
+    """Σ_{t∈T_k} (1 - CosSim(∇_θ L(θ^t; s_k), θ^t - θ_c^t)) and its gradient for many
+    configurations k at once, with s_k a one-hot assignment ``Z_k`` ``(n, C)``.
+
+    The virtual gradient of a hard assignment is the mean of per-sample gradients,
+    ∇L(θ; s) = (1/n) Σ_i Σ_c Z_ic g_ic with g_ic = ∇ℓ(θ, x_i(c), y_i); the relaxation treats Z
+    as the Gumbel-softmax sample, so ∂/∂Z_ic = g_ic / n (the exact effect of the choice). For a
+    linear layer g_ic is an outer product (output signal ⊗ input), so every sum over samples,
+    rounds and configurations is one matrix product over the n·C candidate rows: no
+    per-sample gradient is ever stored.
+    """
+
+    def __init__(self, model: FLModel, sent: Tensor, pseudo: Tensor, X: Tensor, y: Tensor,
+                 attribute: SensitiveAttribute, set_positions: list[Tensor], max_cache_mb: float,
+                 chunk_elems: int = 2**22):
+        self.stack = LinearStack(model)
+        if not isinstance(self.stack.layers[0], _Linear):
+            raise NotImplementedError("gradient_aia needs a model whose first module is an nn.Linear layer.")
+        self.dtype = model.dtype
+        self.n = X.shape[0]
+        self.C = attribute.n_values
+        self.Xc = attribute.expand(X.to(self.dtype))
+        N = self.Xc.shape[0]
+        first = self.stack.linears[0]
+        self.X1 = torch.cat([self.Xc, torch.ones(N, 1, dtype=self.dtype)], 1) if first.b is not None else self.Xc
+        self.yc = y.repeat(self.C)
+        self.sent, self.pseudo = sent.to(self.dtype), pseudo.to(self.dtype)
+        self.chunk_elems = chunk_elems
+        # group message positions by the set of round sets that use them
+        member: dict[int, set[int]] = {}
+        for s, pos in enumerate(set_positions):
+            for p in pos.tolist():
+                member.setdefault(p, set()).add(s)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for p, sets in sorted(member.items()):
+            groups.setdefault(tuple(sorted(sets)), []).append(p)
+        self.groups = [_Group(torch.tensor(ps, dtype=torch.long), list(sets)) for sets, ps in groups.items()]
+        self.per_round = N * (1 + sum(lay.n_out * (1 if i == 0 else lay.n_in + 1) for i, lay in enumerate(self.stack.linears)))
+        self.cache = self.per_round * len(member) * self.Xc.element_size() <= max_cache_mb * 2**20
+
+    def _stats(self, pos: Tensor) -> dict:
+        """Per-round quantities: the output signals Δ of the first layer ``(R·out, N)``, Δ ⊗ [A, 1]
+        of the others ``(N, R·F)``, the pseudo-gradient blocks and φ_j = g_j·p ``(N, R)``."""
+        R, N = pos.numel(), self.Xc.shape[0]
+        A, D = self.stack.per_sample_signals(self.sent[pos], self.Xc, self.yc)
+        p = self.pseudo[pos]
+        st: dict = {"blocks": [], "phi": torch.zeros(R, N, dtype=self.dtype), "pnorm": p.norm(dim=1)}
+        for i, (lay, a, d) in enumerate(zip(self.stack.linears, A, D)):
+            pt = p[:, lay.w].view(R, lay.n_out, lay.n_in)
+            if lay.b is not None:
+                pt = torch.cat([pt, p[:, lay.b].unsqueeze(-1)], -1)
+                a = torch.cat([a, torch.ones(R, N, 1, dtype=self.dtype)], -1)
+            st["phi"] += (torch.bmm(a, pt.transpose(1, 2)) * d).sum(-1)
+            if i == 0:
+                st["blocks"].append((d.transpose(1, 2).reshape(R * lay.n_out, N).contiguous(), pt))
+            else:
+                P = (d.unsqueeze(-1) * a.unsqueeze(-2)).reshape(R, N, -1).transpose(0, 1).reshape(N, -1)
+                st["blocks"].append((P.contiguous(), pt.reshape(R, -1)))
+        st["phi"] = st["phi"].T.contiguous()
+        return st
+
+    def _group_stats(self, g: _Group, chunk: slice) -> dict:
+        key = (chunk.start, chunk.stop)
+        if key in g.stats:
+            return g.stats[key]
+        st = self._stats(g.positions[chunk])
+        if self.cache:
+            g.stats[key] = st
+        return st
+
+    def _chunks(self, g: _Group) -> list[slice]:
+        step = max(1, self.chunk_elems // self.per_round)
+        R = g.positions.numel()
+        return [slice(a, min(a + step, R)) for a in range(0, R, step)]
+
+    def evaluate(self, W: Tensor, configs: Tensor, set_of_config: Tensor, want_grad: bool = True,
+                 ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """For weights ``W`` ``(K, N)`` (= Z/n, candidate-major) of configurations ``configs``:
+        returns (Σ_t (1 - cos), Σ_t cos, ∂/∂W of Σ_t (1 - cos)), the first two ``(K,)``."""
+        K, N = W.shape
+        obj = torch.zeros(K, dtype=self.dtype)
+        cos_sum = torch.zeros(K, dtype=self.dtype)
+        dW = torch.zeros(K, N, dtype=self.dtype) if want_grad else None
+        sets = set_of_config[configs]
+        for g in self.groups:
+            rows = torch.isin(sets, torch.tensor(g.sets)).nonzero().squeeze(1)
+            if rows.numel() == 0:
+                continue
+            Wg = W[rows]
+            for chunk in self._chunks(g):
+                cos, grad = self._chunk(self._group_stats(g, chunk), Wg, want_grad)
+                obj[rows] += (1 - cos).sum(0)
+                cos_sum[rows] += cos.sum(0)
+                if want_grad:
+                    dW[rows] -= grad
+        return obj, cos_sum, dW
+
+    def _chunk(self, st: dict, W: Tensor, want_grad: bool) -> tuple[Tensor, Tensor | None]:
+        K, N = W.shape
+        phi = st["phi"]
+        R = phi.shape[1]
+        dot = torch.zeros(R, K, dtype=self.dtype)
+        nrm = torch.zeros(R, K, dtype=self.dtype)
+        Gs = []
+        for i, (lay, (M, pt)) in enumerate(zip(self.stack.linears, st["blocks"])):
+            if i == 0:  # (R·out, N) @ (N, K·in'): every round's and configuration's gradient at once
+                F = self.X1.shape[1]
+                Y = (W.unsqueeze(-1) * self.X1.unsqueeze(0)).transpose(0, 1).reshape(N, K * F)
+                G = (M @ Y).view(R, lay.n_out, K, F)
+                dot += torch.einsum("rokf,rof->rk", G, pt)
+                nrm += (G * G).sum((1, 3))
+            else:  # (K, N) @ (N, R·F)
+                G = (W @ M).view(K, R, -1)
+                dot += (G * pt.unsqueeze(0)).sum(-1).T
+                nrm += (G * G).sum(-1).T
+            Gs.append(G)
+        tiny = torch.finfo(self.dtype).tiny ** 0.5
+        gnorm = nrm.sqrt().clamp_min(tiny)
+        pn = st["pnorm"].unsqueeze(1).clamp_min(tiny)
+        cos = dot / (gnorm * pn)
+        if not want_grad:
+            return cos, None
+        # ∂cos/∂W_kj = g_j·(p/(|G||p|) - cos G/|G|²) = a φ_j - b (g_j·G), summed over the rounds
+        a = 1.0 / (gnorm * pn)
+        b = cos / gnorm**2
+        grad = phi @ a  # (N, K)
+        for i, (lay, (M, _)) in enumerate(zip(self.stack.linears, st["blocks"])):
+            G = Gs[i]
+            if i == 0:
+                F = self.X1.shape[1]
+                H = (G * b.view(R, 1, K, 1)).reshape(R * lay.n_out, K * F)
+                grad -= ((M.T @ H).view(N, K, F) * self.X1.unsqueeze(1)).sum(-1)
+            else:
+                H = (G * b.T.unsqueeze(-1)).reshape(K, -1)
+                grad -= M @ H.T
+        return cos, grad.T
+
+
+def gradient_aia(
+    model: FLModel,
+    messages: ClientMessages,
+    X: Tensor,
+    y: Tensor,
+    attribute: SensitiveAttribute,
+    *,
+    round_sets: Sequence[Sequence[int]] | None = None,
+    learning_rates: Sequence[float] = GRAD_LEARNING_RATES,
+    iterations: int = 100,
+    temperature: float = 1.0,
+    patience: int | None = None,
+    tolerance: float = 0.0,
+    seed: int = 0,
+    max_cache_mb: float = 1024,
+    progress: bool = False,
+) -> GradientAIAResult:
+    """The gradient-based AIA of Chen et al. 2022 (Diana et al. eq. 2) for a grid of round
+    sets and learning rates, all optimised at once.
+
+    For every round set T and learning rate η, it maximises Σ_{t∈T} CosSim(∇_θ L(θ^t; s),
+    θ^t - θ_c^t) over the attributes s of the client's samples, where L(θ; s) is the client's
+    empirical risk with her public data and the attributes s, θ^t the model she received and
+    θ_c^t the model she returned. The discrete s is relaxed with the Gumbel-softmax trick
+    (Jang et al. 2017): logits ``(n, C)`` start at N(0, 1); each SGD iteration draws a hard
+    one-hot sample (straight-through, temperature ``temperature``) and steps the logits with
+    learning rate η. The virtual gradient of the sample is the mean of the per-sample gradients
+    at the sampled values, and the relaxation weights those per-sample gradients. The inferred
+    attribute is the argmax of the logits.
+
+    Args:
+        model: the trained architecture (linear layers and element-wise activations).
+        messages: the observed exchanges M_c (passive: :func:`flprivacy.threats.eavesdrop`;
+            active: the exchanges of the attack rounds). θ^t is ``sent``, θ_c^t ``returned``.
+        X, y: the client's samples; the sensitive columns of X are ignored.
+        attribute: where the attribute lives and its candidate values.
+        round_sets: candidate sets of rounds (round numbers as in ``messages.rounds``);
+            default :func:`first_rounds_sets` of all observed rounds (App. B.5).
+        learning_rates: SGD learning rates tried for every set (App. B.5: 10^2..10^6).
+        iterations: SGD iterations (the paper's code runs 100).
+        temperature: Gumbel-softmax temperature (App. B.5: 1).
+        patience, tolerance: early stopping. A configuration stops once, for ``patience``
+            iterations, its argmax assignment has stayed within ``tolerance`` (fraction of the
+            samples) of the assignment it had at the start of that window (None: always run
+            ``iterations``, as the paper does).
+        seed: seeds the initial logits and the Gumbel noise.
+        max_cache_mb: per-round statistics are computed once and kept if they fit in this
+            much memory, else recomputed at every iteration.
+
+    Returns:
+        :class:`GradientAIAResult` with one configuration per (set, learning rate).
+    """
+    X = check_finite("X", as_tensor("X", X, where="gradient_aia", ndim=2, min_rows=1), "gradient_aia")
+    y = check_finite("y", as_tensor("y", y, where="gradient_aia", rows=X.shape[0]), "gradient_aia")
+    check_seed("seed", seed, "gradient_aia")
+    if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be (n, p) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
+    attribute.check(X)
+    if iterations < 1 or temperature <= 0:
+        raise ValueError(f"need iterations >= 1 and temperature > 0; got {iterations}, {temperature}.")
+    if len(messages) == 0:
+        raise ValueError("gradient_aia needs at least one observed exchange (θ^t, θ_c^t) in messages.")
+    check_finite("messages.sent", messages.sent, "gradient_aia", "the observed models are broken (training diverged?)")
+    check_finite("messages.returned", messages.returned, "gradient_aia", "the observed models are broken")
+    if round_sets is None:
+        round_sets = first_rounds_sets(messages.rounds)
+    round_sets = [tuple(int(r) for r in s) for s in round_sets]
+    where = {int(r): i for i, r in enumerate(messages.rounds.tolist())}
+    set_positions = []
+    for s in round_sets:
+        missing = [r for r in s if r not in where]
+        if not s or missing:
+            raise ValueError(
+                f"round set {s[:5]}{'...' if len(s) > 5 else ''} is empty or holds rounds not in the messages "
+                f"({missing[:5]}); observed rounds: {messages.rounds.tolist()[:10]}..."
+            )
+        set_positions.append(torch.tensor([where[r] for r in s], dtype=torch.long))
+    lrs = tuple(float(v) for v in learning_rates)
+    S, L, n, C = len(round_sets), len(lrs), X.shape[0], attribute.n_values
+    obj = GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
+                             max_cache_mb)
+    dtype = obj.dtype
+    gen = make_generator(seed)
+    K = S * L
+    set_of_config = torch.arange(S).repeat_interleave(L)
+    lr = torch.tensor(lrs, dtype=dtype).repeat(S)
+    set_size = torch.tensor([len(s) for s in round_sets], dtype=dtype)[set_of_config]
+    logits = torch.randn(K, n, C, generator=gen, dtype=dtype)
+    active = torch.ones(K, dtype=torch.bool)
+    ran = torch.zeros(K, dtype=torch.long)
+    assign = logits.argmax(-1)
+    ref, ref_it = assign.clone(), torch.zeros(K, dtype=torch.long)
+    for _ in tqdm(range(iterations), desc="gradient-based AIA", disable=not progress, leave=False):
+        idx = active.nonzero().squeeze(1)
+        if idx.numel() == 0:
+            break
+        u = torch.rand(idx.numel(), n, C, generator=gen, dtype=dtype).clamp_(1e-10, 1 - 1e-10)
+        soft = torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)
+        hard = torch.nn.functional.one_hot(soft.argmax(-1), C).to(dtype)
+        W = hard.permute(0, 2, 1).reshape(idx.numel(), C * n) / n
+        _, _, dW = obj.evaluate(W, idx, set_of_config)
+        dZ = (dW / n).view(-1, C, n).permute(0, 2, 1)  # straight-through: ∂/∂soft = ∂/∂hard
+        g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True)) / temperature  # softmax backward
+        logits[idx] -= lr[idx].view(-1, 1, 1) * g
+        ran[idx] += 1
+        assign[idx] = logits[idx].argmax(-1)
+        if patience is not None:
+            moved = (assign[idx] != ref[idx]).double().mean(1) > tolerance
+            ref[idx[moved]] = assign[idx[moved]]
+            ref_it[idx[moved]] = ran[idx[moved]]
+            active[idx[ran[idx] - ref_it[idx] >= patience]] = False
+    # the adversary's criterion: mean cosine similarity at the final (argmax) attributes
+    hard = torch.nn.functional.one_hot(assign, C).to(dtype)
+    W = hard.permute(0, 2, 1).reshape(K, C * n) / n
+    _, cos_sum, _ = obj.evaluate(W, torch.arange(K), set_of_config, want_grad=False)
+    return GradientAIAResult(
+        round_sets=round_sets, learning_rates=lrs, predictions=assign.view(S, L, n),
+        cosine=(cos_sum / set_size).view(S, L), iterations=ran.view(S, L),
+    )
