@@ -271,6 +271,7 @@ def recipes() -> dict[str, Recipe]:
     add("threats.GlobalModels.consecutive", lambda t: F()["view"].consecutive(t), lambda: dict(t=0))
     # threats
     add("threats.eavesdrop", threats.eavesdrop, lambda: dict(log=F()["run"].log, client=0))
+    add("threats.last_returned", threats.last_returned, lambda: dict(log=F()["run"].log, client=0))
     add("threats.curious_client", threats.curious_client, lambda: dict(log=F()["run"].log, attacker=0))
     add("threats.SendBack", threats.SendBack, lambda: dict(target=0, rounds=[2, 3]), compare=False)
     # bounds

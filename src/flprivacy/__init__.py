@@ -16,12 +16,12 @@ from .config import at_scale, base_seed, child_seed, scale, seed_everything
 from .federation import ClientData, FLRun, LocalSGD, local_sgd, run_fedavg
 from .log import ClientMessages, MessageLog
 from .models import FLModel, lenet5, linear_regression, logistic_regression, mlp
-from .threats import Adversary, SendBack, curious_client, eavesdrop
+from .threats import Adversary, SendBack, curious_client, eavesdrop, last_returned
 
 __version__ = "0.3.0"
 
 __all__ = [
     "Adversary", "ClientData", "ClientMessages", "FLModel", "FLRun", "LocalSGD", "MessageLog", "SendBack",
-    "at_scale", "base_seed", "child_seed", "curious_client", "eavesdrop", "lenet5", "linear_regression", "local_sgd",
+    "at_scale", "base_seed", "child_seed", "curious_client", "eavesdrop", "last_returned", "lenet5", "linear_regression", "local_sgd",
     "logistic_regression", "mlp", "run_fedavg", "scale", "seed_everything",
 ]

@@ -7,7 +7,8 @@ The book's attacks never reach into the simulator; they take one of these views 
 adversary                              sees / does
 =====================================  ======================================================
 passive eavesdropper, or honest-but-   :func:`eavesdrop`: the pairs (θ^t, θ_c^t) exchanged with
-curious server (Diana §2.2; Xu §2)     one target client c in the rounds it observes
+curious server (Diana §2.2; Xu §2)     one target client c in the rounds it observes;
+                                       :func:`last_returned`: the latest θ_c^t among them
 active (malicious) server              an :class:`Adversary` that replaces the model sent to a
 (Diana §2.2, Alg. 4)                   target client in chosen rounds, and observes the replies
 curious client (Wilson et al. §3.1)    :func:`curious_client`: only the global models it receives
@@ -37,6 +38,26 @@ def eavesdrop(log: MessageLog, client: int, rounds: Sequence[int] | None = None)
         rounds: the eavesdropped rounds T_c (default: every round c took part in).
     """
     return log.client_messages(client, rounds)
+
+
+def last_returned(log: MessageLog, client: int, before: int | None = None) -> Tensor:
+    """The latest model θ_c^t the passive adversary saw ``client`` return (in a round before
+    ``before`` if given): the model the model-based AIA attacks in Diana et al.'s passive setting
+    (§5.2, "the last model the client sent"), and the warm start of Model-w-O.
+
+    Raises:
+        ValueError: if the client returned no model in those rounds.
+    """
+    check_int("client", client, "last_returned", minimum=0)
+    if client >= log.n_clients:
+        raise ValueError(f"last_returned: client must be in 0..{log.n_clients - 1}, got {client}.")
+    if before is not None:
+        check_int("before", before, "last_returned", minimum=0)
+    theta = log.last_returned(client, before=before)
+    if theta is None:
+        raise ValueError(f"last_returned: client {client} returned no model{'' if before is None else f' before round {before}'}; "
+                         "the adversary has nothing to attack yet (run more rounds, or pick a later `before`).")
+    return theta
 
 
 # ---- curious client ---------------------------------------------------------------------------
