@@ -43,7 +43,8 @@ def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
     assert quick.name == "demo_quick.json" and not (tmp_path / "demo.json").exists()
     record = json.loads(quick.read_text())
     assert record["scale"] == "quick" and record["seeds"] == [3]
-    assert {"command", "date", "version", "commit", "machine"} <= record.keys()
+    assert {"command", "date", "version", "commit", "machine", "runtime"} <= record.keys()
+    assert record["runtime"]["wall_seconds"] >= 0 and record["runtime"]["cpu_seconds"] >= 0
     with pytest.raises(FileNotFoundError):
         load_result("demo")  # the paper-scale file does not exist
     assert load_result("demo", "quick")["data"] == {"x": 1}

@@ -17,6 +17,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,19 @@ from typing import Any
 import torch
 
 from ..config import SCALE_ENV, SCALES, SEED_ENV, scale
+
+
+_STARTED = (time.perf_counter(), time.process_time())
+"""When this package was imported: a command ``python -m flprivacy.experiments.<name>`` imports it first,
+so :func:`runtime` measures the whole run."""
+
+
+def runtime() -> dict[str, float]:
+    """The run's cost so far: wall-clock and CPU seconds (all threads of this process) since the
+    command started. Every result record holds it under ``"runtime"`` (:func:`save_result`); keys
+    inside ``data`` such as ``seconds_per_iteration`` are measurements, not the run's cost."""
+    return {"wall_seconds": round(time.perf_counter() - _STARTED[0], 1),
+            "cpu_seconds": round(time.process_time() - _STARTED[1], 1)}
 
 
 def results_dir() -> Path:
@@ -143,7 +157,8 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
     """Write ``data`` (JSON-serialisable) to :func:`result_path` with its provenance.
 
     The record holds the command actually run (:func:`run_command`), the scale, the seeds, the
-    UTC date and time, the library version, the git commit and the machine. A quick-scale run
+    UTC date and time, the library version, the git commit, the machine and the run's cost so far
+    (:func:`runtime`; a resumable run records the cost of its last invocation). A quick-scale run
     writes ``<name>_quick.json`` and never touches the paper-scale file.
 
     Args:
@@ -167,6 +182,7 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
         "version": __version__,
         "commit": git_commit(),
         "machine": machine(),
+        "runtime": runtime(),
         "data": data,
     }
     path.write_text(json.dumps(record, indent=1) + "\n")
