@@ -2,14 +2,27 @@
 
 Modules (named for what they hold):
 
-- :mod:`flprivacy.config`     scale switch (``FLPRIVACY_SCALE``) and seeding
-- :mod:`flprivacy.models`     models as functions of a flat parameter vector θ
-- :mod:`flprivacy.federation` FedAvg (Algorithms 1-2) and its message log
-- :mod:`flprivacy.threats`    what each adversary sees: eavesdropper, active server, curious client
-- :mod:`flprivacy.data`       data sets, synthetic generators, client splits
-- :mod:`flprivacy.attacks`    the attacks
-- :mod:`flprivacy.bounds`     the papers' analytic bounds
-- :mod:`flprivacy.plotting`   the book's figure style
+- :mod:`flprivacy.config`        scale switch (``FLPRIVACY_SCALE``), seeds and seed streams, the project root
+- :mod:`flprivacy.validation`    argument checks with clear errors; non-finite and divergence checks
+- :mod:`flprivacy.models`        models as functions of a flat parameter vector θ
+- :mod:`flprivacy.stack`         many parameter vectors of a linear-layer model evaluated at once
+- :mod:`flprivacy.federation`    FedAvg (Algorithms 1-2) and the clients' local training
+- :mod:`flprivacy.batched`       the same local training for all clients at once
+- :mod:`flprivacy.log`           the message log: what was sent and returned, with its write API
+- :mod:`flprivacy.threats`       what each adversary sees: eavesdropper, active server, curious client
+- :mod:`flprivacy.optimum`       a client's local optimum: closed form, regularised, Model-w-O
+- :mod:`flprivacy.data`          data sets, synthetic generators, client splits, sensitive attributes
+- :mod:`flprivacy.attacks`       the attacks, one module per family
+- :mod:`flprivacy.defences`      federated DP-SGD through Opacus
+- :mod:`flprivacy.bounds`        the papers' analytic bounds
+- :mod:`flprivacy.metrics`       image and reconstruction quality (SSIM, PSNR)
+- :mod:`flprivacy.lpips`         the LPIPS perceptual distance, offline
+- :mod:`flprivacy.diffusion`     the diffusion prior and DDRM post-processing (Wilson et al. §4)
+- :mod:`flprivacy.flower`        the federation on Flower, recorded; :mod:`flprivacy.flower_deploy` a loopback deployment
+- :mod:`flprivacy.ledger`        the reproduction ledger: every paper result, its rule and its verdict
+- :mod:`flprivacy.experiments`   the committed commands behind the result files
+- :mod:`flprivacy.tables`        the book's table style
+- :mod:`flprivacy.plotting`      the book's figure style
 """
 
 from .config import at_scale, base_seed, child_seed, scale, seed_everything

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -33,6 +34,14 @@ SCALE_ENV = "FLPRIVACY_SCALE"
 SEED_ENV = "FLPRIVACY_SEED"
 DEFAULT_SEED = 0
 _OLD_PREFIX, _NEW_PREFIX = "FEDLEAK_", "FLPRIVACY_"
+
+
+def project_root() -> Path | None:
+    """The project checkout this library runs from (the folder with ``pyproject.toml`` above
+    ``src/flprivacy``), or None for an installed copy: where the committed result files
+    (``book/results``), weights (``data/weights``) and the Flower app (``deploy``) live."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "flprivacy").is_dir() else None
 
 
 def env(name: str, default: str = "") -> str:

@@ -63,6 +63,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .config import project_root
+
 __all__ = ["lpips", "load_lpips_weights", "weights_path", "MIN_SIZE", "CONVERT_COMMAND"]
 
 #: Smallest height/width AlexNet's trunk accepts (conv 11/4 pad 2, then two 3x3 stride-2 pools).
@@ -76,7 +78,7 @@ SCALE = (0.458, 0.448, 0.450)
 
 def weights_path(net: str = "alex") -> Path:
     """``data/weights/lpips_<net>.safetensors`` of the project checkout (committed)."""
-    return Path(__file__).resolve().parents[2] / "data" / "weights" / f"lpips_{net}.safetensors"
+    return (project_root() or Path.cwd()) / "data" / "weights" / f"lpips_{net}.safetensors"
 
 
 def _sha256(path: Path) -> str:

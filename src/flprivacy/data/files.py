@@ -59,11 +59,6 @@ class RemoteFile:
     note: str = ""
 
 
-def _project_root() -> Path | None:
-    root = Path(__file__).resolve().parents[3]
-    return root if (root / "pyproject.toml").is_file() and (root / "src" / "flprivacy").is_dir() else None
-
-
 def data_dir() -> Path:
     """The data directory: ``$FLPRIVACY_DATA_DIR``, else ``<project>/data/cache``.
 
@@ -76,7 +71,7 @@ def data_dir() -> Path:
     env = config.env(DATA_ENV)
     if env:
         p = Path(env).expanduser()
-        candidates = [p] if p.is_absolute() else [Path.cwd() / p] + ([_project_root() / p] if _project_root() else [])
+        candidates = [p] if p.is_absolute() else [Path.cwd() / p] + ([config.project_root() / p] if config.project_root() else [])
         for c in candidates:
             if c.is_dir():
                 return c.resolve()
@@ -85,7 +80,7 @@ def data_dir() -> Path:
             f"Point {DATA_ENV} at the folder holding the data sets (e.g. ../shared/data), or unset it to use "
             "the default cache."
         )
-    root = _project_root()
+    root = config.project_root()
     return (root / "data" / "cache") if root else Path.home() / ".cache" / "flprivacy"
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ..config import SCALE_ENV, SCALES, SEED_ENV, scale
+from ..config import SCALE_ENV, SCALES, SEED_ENV, project_root, scale
 
 
 _STARTED = (time.perf_counter(), time.process_time())
@@ -42,8 +42,8 @@ def runtime() -> dict[str, float]:
 
 def results_dir() -> Path:
     """``book/results`` in the project checkout."""
-    root = Path(__file__).resolve().parents[3]
-    if not (root / "pyproject.toml").is_file():
+    root = project_root()
+    if root is None:
         raise FileNotFoundError(
             "experiment results live in book/results of a flprivacy checkout; run from a clone of the project."
         )
@@ -142,7 +142,9 @@ def git_commit() -> str:
     Read once, when a command ``python -m flprivacy.experiments.<name>`` imports this package
     (i.e. when a run starts; see :func:`started_as_command`), or at the first save otherwise, and
     kept: a run of hours records the code it ran, not a commit made while it was running."""
-    root = Path(__file__).resolve().parents[3]
+    root = project_root()
+    if root is None:
+        return "unknown"
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                              timeout=10, check=True).stdout.strip()

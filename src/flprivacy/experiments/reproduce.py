@@ -28,12 +28,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from ..config import SCALE_ENV
+from ..config import SCALE_ENV, project_root
 from . import git_commit, positive_int, result_path, save_result
 
 
@@ -86,8 +85,7 @@ PLAN: tuple[Job, ...] = (
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:
-    root = Path(__file__).resolve().parents[3]
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+    return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=True, timeout=30)
 
 
 def library_unchanged_since(commit: str) -> bool:
