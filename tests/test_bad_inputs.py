@@ -109,6 +109,7 @@ SKIP: dict[str, str] = {
     "attacks.gradient_aia.GradientObjective": "the internal objective of gradient_aia, which is covered",
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
+    "config.project_root": "takes no arguments",
     "flower.quiet_flower": "a context manager around Flower's logger; its only argument is a logging level",
     "plotting.image_grid": "figures; exercised by the notebooks",
     "data.__main__.main": "the data command line (argparse); tested in test_data",

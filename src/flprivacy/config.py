@@ -27,6 +27,8 @@ from typing import TypeVar
 import numpy as np
 import torch
 
+from .validation import check_seed
+
 T = TypeVar("T")
 
 SCALES = ("quick", "paper")
@@ -112,21 +114,15 @@ def seed_everything(seed: int) -> None:
     Library functions take explicit seeds or generators; this is for notebook cells that use
     the global generators (e.g. a module's default initialisation).
     """
-    _check_seed(seed, "seed_everything")
+    check_seed("seed", seed, "seed_everything")
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
-def _check_seed(seed: int, where: str) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"{where}: seed must be a non-negative integer; got {seed!r}. "
-                         "Derive seeds with flprivacy.child_seed(SEED, k).")
-
-
 def generator(seed: int) -> torch.Generator:
     """A fresh CPU ``torch.Generator`` seeded with ``seed``."""
-    _check_seed(seed, "generator")
+    check_seed("seed", seed, "generator")
     g = torch.Generator()
     g.manual_seed(int(seed))
     return g
@@ -138,7 +134,7 @@ def child_seed(seed: int, *keys: int) -> int:
     Independent streams per client keep a client's randomness unchanged when, for example,
     another client is added or the sampling of clients changes. Uses NumPy's ``SeedSequence``.
     """
-    _check_seed(seed, "child_seed")
+    check_seed("seed", seed, "child_seed")
     if any(int(k) < 0 for k in keys):
         raise ValueError(f"child_seed: keys must be non-negative integers; got {list(keys)}.")
     return int(np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)[0] % 2**63)

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .validation import as_tensor, check_int
+from .validation import as_tensor, check_int, check_seed
 
 LossName = Literal["mse", "cross_entropy", "bce"]
 
@@ -104,8 +104,7 @@ class FLModel:
 
     def init_params(self, seed: int = 0) -> Tensor:
         """θ^0: the module's default initialisation drawn under ``seed`` (global RNG untouched)."""
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"init_params: seed must be a non-negative integer; got {seed!r}.")
+        check_seed("seed", seed, "init_params")
         m = copy.deepcopy(self.module)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
