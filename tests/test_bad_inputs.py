@@ -404,7 +404,7 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(model=F()["lin"], data=F()["clients"][0], l2=1e-3, iterations=5))
     add("config.client_generator", config.client_generator, lambda: dict(seed=0, client=1))
     add("batched.supports", batched.supports, lambda: dict(model=F()["lin"]))
-    add("batched.check_clients", batched.check_clients, lambda: dict(clients=F()["clients"], where="test"))
+    add("federation.check_clients", federation.check_clients, lambda: dict(clients=F()["clients"], where="test"))
     add("batched.local_sgd_many", batched.local_sgd_many,
         lambda: dict(stack=LinearStack(F()["lin"]), thetas=[F()["theta"].expand(2, -1).clone() for _ in range(3)],
                      clients=F()["clients"], local=F()["LocalSGD"](lr=0.05),

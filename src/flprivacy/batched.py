@@ -24,10 +24,10 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from .federation import ClientData, LocalSGD, batch_schedule
+from .federation import ClientData, LocalSGD, batch_schedule, check_clients
 from .models import FLModel
 from .stack import LinearStack
-from .validation import as_tensor, check_finite
+from .validation import as_tensor
 
 
 def supports(model: FLModel) -> bool:
@@ -40,29 +40,13 @@ def supports(model: FLModel) -> bool:
     return True
 
 
-def check_clients(clients: Sequence[ClientData], where: str) -> None:
-    """A non-empty list of :class:`~flprivacy.federation.ClientData` with tabular ``X`` of one width and finite values."""
-    if isinstance(clients, ClientData) or not isinstance(clients, Sequence) or len(clients) == 0:
-        raise ValueError(f"{where}: clients must be a non-empty list of ClientData; got {clients!r:.80}.")
-    p = None
-    for c, cd in enumerate(clients):
-        if not isinstance(cd, ClientData):
-            raise TypeError(f"{where}: clients[{c}] must be a ClientData(X, y); got {type(cd).__name__}.")
-        if cd.X.ndim != 2 or (p is not None and cd.X.shape[1] != p):
-            raise ValueError(f"{where}: clients[{c}].X must be (n, {p if p is not None else 'p'}) like the other "
-                             f"clients'; got {tuple(cd.X.shape)}.")
-        p = cd.X.shape[1]
-        check_finite(f"clients[{c}].X", cd.X, where)
-        check_finite(f"clients[{c}].y", cd.y, where)
-
-
 def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequence[ClientData], local: LocalSGD,
                    gens: Sequence[torch.Generator]) -> list[Tensor]:
     """The local update (Alg. 2) of every client c applied to her M models ``thetas[c]``
     ``(M, d)`` at once: what :func:`flprivacy.federation.local_sgd` does to each row, with one
     shuffling per client (``gens[c]``) shared by her M models. All clients step together
     (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
-    check_clients(clients, "local_sgd_many")
+    check_clients(clients, "local_sgd_many", same_width=True)
     if not isinstance(local, LocalSGD):
         raise TypeError(f"local_sgd_many: local must be a LocalSGD; got {type(local).__name__}.")
     if len(thetas) != len(clients) or len(gens) != len(clients):

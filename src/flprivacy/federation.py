@@ -266,6 +266,26 @@ def client_weights(clients: Sequence[ClientData], weighting: Literal["size", "un
     return w / w.sum()
 
 
+def check_clients(clients: Sequence[ClientData], where: str, *, same_width: bool = False) -> None:
+    """``clients`` must be a non-empty list of :class:`ClientData` with finite values (and, with
+    ``same_width``, tabular ``X`` of one width); raises TypeError/ValueError naming ``where``."""
+    if isinstance(clients, ClientData) or not isinstance(clients, Sequence):
+        raise TypeError(f"{where}: clients must be a list of ClientData; got {type(clients).__name__}.")
+    if len(clients) == 0:
+        raise ValueError(f"{where} needs at least one client (clients is empty).")
+    p = None
+    for i, cd in enumerate(clients):
+        if not isinstance(cd, ClientData):
+            raise TypeError(f"{where}: clients[{i}] must be a ClientData(X, y); got {type(cd).__name__}.")
+        if same_width:
+            if cd.X.ndim != 2 or (p is not None and cd.X.shape[1] != p):
+                raise ValueError(f"{where}: clients[{i}].X must be (n, {p if p is not None else 'p'}) like the other "
+                                 f"clients'; got {tuple(cd.X.shape)}.")
+            p = cd.X.shape[1]
+        check_finite(f"clients[{i}].X", cd.X, where)
+        check_finite(f"clients[{i}].y", cd.y, where)
+
+
 def run_fedavg(
     model: FLModel,
     clients: Sequence[ClientData],
@@ -339,15 +359,7 @@ def run_fedavg(
     check_positive("server_lr", server_lr, where)
     if not callable(local):
         raise TypeError(f"{where}: local must be a local trainer such as LocalSGD(lr=...); got {type(local).__name__}.")
-    if isinstance(clients, ClientData) or not isinstance(clients, Sequence):
-        raise TypeError(f"{where}: clients must be a list of ClientData; got {type(clients).__name__}.")
-    if len(clients) == 0:
-        raise ValueError("run_fedavg needs at least one client (clients is empty).")
-    for i, cd in enumerate(clients):
-        if not isinstance(cd, ClientData):
-            raise TypeError(f"{where}: clients[{i}] must be a ClientData(X, y); got {type(cd).__name__}.")
-        check_finite(f"clients[{i}].X", cd.X, where)
-        check_finite(f"clients[{i}].y", cd.y, where)
+    check_clients(clients, where)
     m = len(clients) if clients_per_round is None else int(clients_per_round)
     if not 1 <= m <= len(clients):
         raise ValueError(f"clients_per_round must be in 1..{len(clients)}, got {clients_per_round}.")
@@ -361,7 +373,7 @@ def run_fedavg(
         raise ValueError(f"{where}: clients[0].X does not fit the model: {e}") from None
 
     if batched:
-        from .batched import check_clients, local_sgd_many, supports
+        from .batched import local_sgd_many, supports
         from .stack import LinearStack
         if not isinstance(local, LocalSGD):
             raise ValueError(f"{where}: batched=True needs local=LocalSGD(...) (got {type(local).__name__}); "
@@ -369,7 +381,7 @@ def run_fedavg(
         if not supports(model):
             raise ValueError(f"{where}: batched=True does not support {model!r}; it trains models of nn.Linear "
                              "layers and element-wise activations (linear models, MLPs). Use batched=False.")
-        check_clients(clients, where)
+        check_clients(clients, where, same_width=True)
         stack = LinearStack(model)
     p = client_weights(clients, weighting)
     log = MessageLog(len(clients), p, [c.n for c in clients], server_lr, directory=log_dir)
