@@ -129,42 +129,41 @@ def grid(seeds: Sequence[int] | None = None) -> list[Case]:
     book's base seed) or the paper-scale factor analysis (seeds 0 and 1)."""
     if scale() != "paper":
         return quick_grid(list(seeds) if seeds is not None else [child_seed(base_seed(), 4, s) for s in range(2)])
+    # the paper-scale grid
     seeds = [0, 1] if seeds is None else list(seeds)
     cases: list[Case] = []
     for s in seeds:  # Fig. 5 / Fig. 4: number of clients, 16 images each, τ = 3
-        cases += [Case("clients", (16,) * K, seed=s) for K in at_scale(quick=[2], paper=[2, 4, 8])]
-    cases += [Case("clients", (16,) * 16)] if scale() == "paper" else []
-    batch = at_scale(quick={2: [8, 32]}, paper={2: [8, 16, 32, 64], 4: [8, 16, 32, 64], 8: [8, 16]})
+        cases += [Case("clients", (16,) * K, seed=s) for K in [2, 4, 8]]
+    cases.append(Case("clients", (16,) * 16))
+    batch = {2: [8, 16, 32, 64], 4: [8, 16, 32, 64], 8: [8, 16]}
     for K, Bs in batch.items():  # Fig. 6 left: client batch size
         cases += [Case("batch", (B,) * K) for B in Bs]
     # Fig. 6 right + App. F upper bound, at the paper's FL learning rate and at 10x that, where
     # Lemma 1's divergence is ~100x larger. (At τ = 1 the upper bound equals the attack exactly.)
-    taus = {0.03: at_scale(quick={2: [1, 4]}, paper={2: [1, 3, 8], 4: [1, 3, 8], 8: [1, 3, 8]}),
-            0.3: at_scale(quick={}, paper={2: [1, 3, 8], 4: [1, 3, 8]})}
-    upper_taus = at_scale(quick=[4], paper=[3, 8])
+    taus = {0.03: {2: [1, 3, 8], 4: [1, 3, 8], 8: [1, 3, 8]},
+            0.3: {2: [1, 3, 8], 4: [1, 3, 8]}}
+    upper_taus = [3, 8]
     for fl_lr, by_K in taus.items():
         for K, ts in by_K.items():
             for tau in ts:
                 cases.append(Case("local_iterations", (16,) * K, tau=tau, fl_lr=fl_lr))
                 if tau in upper_taus and K <= 4:  # replaying K = 8 clients for τ = 8 costs as much as Fig. 5
                     cases.append(Case("local_iterations", (16,) * K, tau=tau, fl_lr=fl_lr, variant="upper"))
-    for K in at_scale(quick=[2], paper=[2, 4, 8]):  # App. D: uneven vs even batch sizes
+    for K in [2, 4, 8]:  # App. D: uneven vs even batch sizes
         half = K // 2
         cases.append(Case("uneven", (21,) * half + (11,) * (K - half)))
         cases.append(Case("uneven", (16,) * K))
-    for K in at_scale(quick=[], paper=[2]):  # App. E: the attacker's inversion learning rate
-        cases += [Case("attack_lr", (16,) * K, attack_lr=a) for a in (0.01, 0.03, 0.3, 1.0)]
+    cases += [Case("attack_lr", (16, 16), attack_lr=a) for a in (0.01, 0.03, 0.3, 1.0)]  # App. E: inversion lr
     # App. B, unknown global learning rate: a wrong guess only rescales the target, which the
     # cosine distance ignores; so these cases run the paper's L2 objective (without TV).
-    for ratio in at_scale(quick=[0.5, 1.0, 2.0], paper=[0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 10.0]):
+    for ratio in [0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 10.0]:
         cases.append(Case("server_lr", (16, 16), server_lr_guess=ratio, distance="l2", tv=0.0))
-    for n in at_scale(quick=[24], paper=[16, 24, 40, 48]):  # App. B, unknown N (true N = 32)
+    for n in [16, 24, 40, 48]:  # App. B, unknown N (true N = 32)
         cases.append(Case("n_images", (16, 16), n_guess=n))
     # The paper's own recipe (L2, no TV, bicubic x4) next to ours, and the dummy resolution.
-    if scale() == "paper":
-        cases += [Case("paper_recipe", (16,) * K, distance="l2", tv=0.0, scale_factor=4) for K in (2, 4)]
-        cases += [Case("paper_recipe", (16, 16), scale_factor=sf) for sf in (1, 4)]
-        cases.append(Case("paper_recipe", (16, 16), distance="l2", tv=0.0))
+    cases += [Case("paper_recipe", (16,) * K, distance="l2", tv=0.0, scale_factor=4) for K in (2, 4)]
+    cases += [Case("paper_recipe", (16, 16), scale_factor=sf) for sf in (1, 4)]
+    cases.append(Case("paper_recipe", (16, 16), distance="l2", tv=0.0))
     # cases equal to one already listed (same settings) run once
     unique: dict[str, Case] = {}
     for c in cases:
