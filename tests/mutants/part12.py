@@ -16,7 +16,6 @@ LOG = "src/flprivacy/log.py"
 REC = "src/flprivacy/attacks/reconstruction.py"
 BND = "src/flprivacy/bounds.py"
 SYN = "src/flprivacy/data/synthetic.py"
-P2C = "src/flprivacy/experiments/part2_common.py"
 XUL = "src/flprivacy/ledger/xu_neglia.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
@@ -47,7 +46,7 @@ MUTANTS = [
            "Alg. 3 line 2: Θ_out's column of ones doubled (θ̂ off by a factor 2)"),
     Mutant("error_estimate_normal_kappa", REC, "(cond * cond if method == \"normal\" else cond) * eps64",
            "(cond if method == \"normal\" else cond) * eps64", "normal equations lose κ², not κ"),
-    Mutant("least_squares_sgd_factor", P2C, "(2.0 / Xb.shape[0])", "(1.0 / Xb.shape[0])",
+    Mutant("least_squares_sgd_factor", FED, "(2.0 / Xb.shape[0])", "(1.0 / Xb.shape[0])",
            "∇L_c = (2/S_c) Xᵀ(Xθ - y): factor 2 dropped"),
     # ---- Prop. 1 and Theorem 1 --------------------------------------------------------------------------------
     Mutant("prop1_twice_too_strong", BND, "return 1.0 - 4.0 * mse / theta_s**2", "return 1.0 - 2.0 * mse / theta_s**2",
