@@ -1,5 +1,5 @@
 """The mutation files stay runnable: every injected bug of ``tests/mutants/*.py`` still names a
-line that exists exactly once in its file,.
+line that exists exactly once in its file.
 
 ``make mutants`` (tools/mutation.py) injects the bugs one at a time and counts those the tests
 catch; it takes long, so the suite only checks here that it *can* run on this checkout: a
