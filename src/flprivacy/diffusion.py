@@ -341,6 +341,46 @@ def upsampler_operator(low: int = 14, high: int = 28, pad: int = PAD) -> Separab
     return SeparableOperator(torch.linalg.pinv(B) @ crop)
 
 
+def simulate_raw(truth: Tensor, *, low: int = 14, sigma_y: float = 0.0, seed: int = 0) -> Tensor:
+    """The raw reconstruction of an attack whose only error is Gaussian noise on its dummy: the
+    least-squares ``low x low`` dummy of each true image, z = H x (:func:`upsampler_operator`),
+    plus ``sigma_y`` N(0, 1) noise per dummy pixel (model scale, as in :func:`ddrm_restore`),
+    upsampled bicubically to 28x28 as the attack's ``decode_dummy`` does and clipped to [0, 1].
+
+    It isolates the prior: DDRM on these images faces exactly the measurement model it assumes
+    (y = H x + σ_y n), so what it gains or loses against the bicubic image itself is the prior's
+    doing, not the attack's. ``truth``: ``(n, 1, 28, 28)`` images in [0, 1]."""
+    truth = as_tensor("truth", truth, where="simulate_raw", ndim=4, min_rows=1, dtype=torch.float32)
+    check_finite("truth", truth, "simulate_raw")
+    if truth.shape[1:] != (1, IMAGE_SIZE - 2 * PAD, IMAGE_SIZE - 2 * PAD):
+        raise ValueError(f"simulate_raw: truth must be (n, 1, 28, 28) images in [0, 1], got {tuple(truth.shape)}.")
+    check_int("low", low, "simulate_raw", minimum=1)
+    if (IMAGE_SIZE - 2 * PAD) % low:
+        raise ValueError(f"simulate_raw: low must divide 28 (the attack's dummy is 28 / scale factor), got {low}.")
+    check_positive("sigma_y", sigma_y, "simulate_raw", strict=False)
+    check_seed("seed", seed, "simulate_raw")
+    y = upsampler_operator(low=low).forward(to_model_space(truth)[:, 0])
+    y = y + sigma_y * torch.randn(y.shape, generator=make_generator(seed))
+    raw = F.interpolate(y.unsqueeze(1), size=(IMAGE_SIZE - 2 * PAD,) * 2, mode="bicubic", align_corners=False)
+    return ((raw + 1) / 2).clamp(0, 1)
+
+
+def lpips_digits(images: Tensor, truth: Tensor) -> Tensor:
+    """LPIPS (Zhang et al. 2018; AlexNet v0.1, :func:`flprivacy.lpips.lpips`), Wilson et al.'s
+    metric (§4), of paired 28x28 images in [0, 1]: both are first resized to 64x64 bilinearly, the
+    patch size its linear heads were calibrated on (see :mod:`flprivacy.lpips`). Returns ``(n,)``;
+    lower is closer."""
+    from .lpips import lpips
+
+    images = as_tensor("images", images, where="lpips_digits", ndim=4, min_rows=1, dtype=torch.float32)
+    truth = as_tensor("truth", truth, where="lpips_digits", ndim=4, min_rows=1, dtype=torch.float32)
+    if images.shape != truth.shape:
+        raise ValueError(f"lpips_digits: images and truth must be paired, same shape; got {tuple(images.shape)} and "
+                         f"{tuple(truth.shape)} (pair them first with flprivacy.metrics.match_images).")
+    up = lambda x: F.interpolate(x.clamp(0, 1), size=64, mode="bilinear", align_corners=False).clamp(0, 1)  # noqa: E731
+    return lpips(up(images), up(truth)).float()
+
+
 # ---- shared sampling pieces ---------------------------------------------------------------------------
 def _timesteps(n_steps: int, n_train: int) -> list[int]:
     """``n_steps`` timesteps from T-1 down to 0, evenly spaced (DDIM/DDRM skip-step sampling)."""

@@ -14,9 +14,10 @@ client 0). Its raw reconstructions are post-processed with the book's DDPM
   and at the iteration the attacker would pick by its own images' SSIM (the paper picks by eye).
 
 All outputs keep the order of the raw reconstructions, so every method is scored with the
-raw images' Hungarian pairing to the truth (:func:`flprivacy.metrics.quality`): SSIM and PSNR
-over all N images and over the peers' images only. LPIPS (the paper's metric) is not computed:
-see the chapter "Diffusion post-processing". Writes ``book/results/diffusion_ablation.json``
+raw images' Hungarian pairing to the truth (:func:`flprivacy.metrics.quality`): SSIM, PSNR and
+LPIPS (the paper's metric; :func:`flprivacy.diffusion.lpips_digits`, AlexNet v0.1 at 64x64) over
+all N images and over the peers' images only. The controlled experiments on DDRM (the prior on
+clean measurements, σ_y, the x4 operating point) are ``flprivacy.experiments.diffusion_diagnostics``. Writes ``book/results/diffusion_ablation.json``
 (``diffusion_ablation_quick.json`` at quick scale).
 """
 
@@ -28,7 +29,7 @@ import time
 import torch
 
 from ..config import at_scale, base_seed, child_seed, scale
-from ..diffusion import ddrm_restore, estimate_sigma_y, load_ddpm, mde
+from ..diffusion import ddrm_restore, estimate_sigma_y, load_ddpm, lpips_digits, mde
 from ..metrics import match_images, quality
 from . import add_threads_option, save_result, use_threads
 from .part4_factors import Case, run_case
@@ -43,10 +44,13 @@ def settings() -> dict:
 
 
 def scores(images: torch.Tensor, truth: torch.Tensor, index: torch.Tensor, n_own: int) -> dict:
-    """Mean SSIM and PSNR of ``images[index]`` against ``truth`` (all images and peers only)."""
+    """Mean SSIM, PSNR and LPIPS of ``images[index]`` against ``truth`` (all images, peers only, own only)."""
     q = quality(images[index], truth, match=False)
-    return dict(ssim=float(q.ssim.mean()), psnr=float(q.psnr.mean()), ssim_peers=float(q.ssim[n_own:].mean()),
-                psnr_peers=float(q.psnr[n_own:].mean()), ssim_own=float(q.ssim[:n_own].mean()))
+    lp = lpips_digits(images[index], truth)
+    return dict(ssim=float(q.ssim.mean()), psnr=float(q.psnr.mean()), lpips=float(lp.mean()),
+                ssim_peers=float(q.ssim[n_own:].mean()), psnr_peers=float(q.psnr[n_own:].mean()),
+                lpips_peers=float(lp[n_own:].mean()), ssim_own=float(q.ssim[:n_own].mean()),
+                lpips_own=float(lp[:n_own].mean()))
 
 
 def postprocess_case(case: Case, model, cfg: dict) -> dict:
@@ -88,7 +92,8 @@ def main(seeds: list[int] | None = None) -> dict:
         results.append(r)
         print(f"[{time.perf_counter() - t0:6.0f}s] K={c.K} seed={c.seed} SSIM raw {r['raw']['ssim']:.3f} "
               f"DDRM {r['ddrm']['ssim']:.3f} MDE(picked it {r['mde_picked_iteration']}) {r['mde_picked']['ssim']:.3f} "
-              f"last {r['mde_last']['ssim']:.3f}; PSNR raw {r['raw']['psnr']:.2f} DDRM {r['ddrm']['psnr']:.2f}", flush=True)
+              f"last {r['mde_last']['ssim']:.3f}; PSNR raw {r['raw']['psnr']:.2f} DDRM {r['ddrm']['psnr']:.2f}; "
+              f"LPIPS raw {r['raw']['lpips']:.3f} DDRM {r['ddrm']['lpips']:.3f}", flush=True)
         data = dict(settings=cfg, weights=dict(sha256=record["sha256"], command=record["command"]), cases=results,
                     wall_seconds=time.perf_counter() - t0)
         save_result("diffusion_ablation", data, seeds=seeds)
