@@ -345,7 +345,8 @@ def simulate_raw(truth: Tensor, *, low: int = 14, sigma_y: float = 0.0, seed: in
     """The raw reconstruction of an attack whose only error is Gaussian noise on its dummy: the
     least-squares ``low x low`` dummy of each true image, z = H x (:func:`upsampler_operator`),
     plus ``sigma_y`` N(0, 1) noise per dummy pixel (model scale, as in :func:`ddrm_restore`),
-    upsampled bicubically to 28x28 as the attack's ``decode_dummy`` does and clipped to [0, 1].
+    upsampled bicubically to 28x28 as the attack's ``decode_dummy`` does. Not clipped, so that
+    H r = y exactly (``B⁺B = I``); the metrics clip to [0, 1] when they score it.
 
     It isolates the prior: DDRM on these images faces exactly the measurement model it assumes
     (y = H x + σ_y n), so what it gains or loses against the bicubic image itself is the prior's
@@ -362,7 +363,7 @@ def simulate_raw(truth: Tensor, *, low: int = 14, sigma_y: float = 0.0, seed: in
     y = upsampler_operator(low=low).forward(to_model_space(truth)[:, 0])
     y = y + sigma_y * torch.randn(y.shape, generator=make_generator(seed))
     raw = F.interpolate(y.unsqueeze(1), size=(IMAGE_SIZE - 2 * PAD,) * 2, mode="bicubic", align_corners=False)
-    return ((raw + 1) / 2).clamp(0, 1)
+    return (raw + 1) / 2
 
 
 def lpips_digits(images: Tensor, truth: Tensor) -> Tensor:
