@@ -18,6 +18,7 @@ from flprivacy import ClientData, LocalSGD, linear_regression, mlp, run_fedavg  
 from flprivacy.data.census import COW_GROUPS, encode_census_reduced, medical_task  # noqa: E402
 from flprivacy.defences import PAPER_CLIP_GRID, DPLocalSGD  # noqa: E402
 from flprivacy.experiments import part3_table2, part3_table3  # noqa: E402
+from flprivacy.ledger.diana_aia import PAPER_TABLE2, PAPER_TABLE3  # noqa: E402
 
 
 def _clients(n=(48, 40), p=3, seed=0, dtype=torch.float32):
@@ -172,8 +173,8 @@ def test_table2_settings_are_the_papers():
     s = part3_table2.PAPER_TABLE2_SETTINGS["Medical"]
     assert (s.lr, s.rounds, s.epochs, s.batch_size, s.active_rounds) == (5e-3, 300, 1, 32, (10, 50))
     assert part3_table2.PAPER_TABLE2_SETTINGS["Income-L"].heterogeneity == 0.0  # i.i.d. (App. C.1)
-    assert part3_table2.PAPER_TABLE2["Medical"]["passive/Ours"][0] == 94.13
-    assert part3_table3.PAPER_TABLE3["Medical"]["passive/Grad"][0] == 63.51
+    assert PAPER_TABLE2["Medical"]["passive/Ours"][0] == 94.13
+    assert PAPER_TABLE3["Medical"]["passive/Grad"][0] == 63.51
 
 
 # ---- the sweeps of Fig. 3 (App. B.5) and the pipelines end to end on a tiny budget -----------------
@@ -220,7 +221,7 @@ def test_fig3_sweeps_group_the_runs_by_factor_value_and_seed(monkeypatch):
 def test_tables_share_one_per_seed_loop_recording_runtime_and_data():
     from types import SimpleNamespace
 
-    from flprivacy.experiments import part3_table1
+    from flprivacy.experiments import part3_pipeline, part3_table1
 
     made = []
 
@@ -228,12 +229,12 @@ def test_tables_share_one_per_seed_loop_recording_runtime_and_data():
         made.append(seed)
         return SimpleNamespace(source="demo", clients=[1, 2], sizes=[3, 4], feature_names=["a"])
 
-    per_seed = part3_table1.over_seeds([5, 7], make, lambda ft, seed: {"rows": {"r": float(seed)}},
-                                       data=lambda ft: {"features": ft.feature_names}, log=lambda m: None)
+    per_seed = part3_pipeline.over_seeds([5, 7], make, lambda ft, seed: {"rows": {"r": float(seed)}},
+                                         data=lambda ft: {"features": ft.feature_names}, log=lambda m: None)
     assert made == [5, 7] and [r["rows"]["r"] for r in per_seed] == [5.0, 7.0]
     for r in per_seed:
         assert r["seconds"] >= 0 and r["data"]["sizes"] == [3, 4] and r["data"]["features"] == ["a"]
-    rec = part3_table1.table_record("Medical", part3_table1.PAPER_SETTINGS["Medical"], [5, 7], per_seed, {}, 0.0)
+    rec = part3_pipeline.table_record("Medical", part3_table1.PAPER_SETTINGS["Medical"], [5, 7], per_seed, {}, 0.0)
     assert rec["summary"]["r"][0] == 6.0 and rec["source"] == "demo" and rec["seeds"] == [5, 7]
 
 

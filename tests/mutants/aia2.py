@@ -14,7 +14,7 @@ import sys
 from tools.mutation import Mutant
 
 DEF = "src/flprivacy/defences.py"
-T1 = "src/flprivacy/experiments/part3_table1.py"
+PIPE = "src/flprivacy/experiments/part3_pipeline.py"
 T2 = "src/flprivacy/experiments/part3_table2.py"
 T3 = "src/flprivacy/experiments/part3_table3.py"
 F3 = "src/flprivacy/experiments/part3_fig3.py"
@@ -52,8 +52,8 @@ MUTANTS = [
            "App. C.1: local government employees are public"),
     Mutant("drop_shifts_nothing", T2, "sens = tuple(k - (k > j) for k in task.sensitive_columns)",
            "sens = tuple(k for k in task.sensitive_columns)", "the sensitive column index after dropping a feature"),
-    Mutant("passive_row_ignores_alg3", T1, 'rows["passive/Ours"] = mb_acc(passive_models)',
-           'rows["passive/Ours"] = mb_acc(last)', "Table 2: the passive row must use Alg. 3's estimate"),
+    Mutant("passive_row_ignores_alg3", PIPE, 'rows["passive/Ours"] = model_based_accuracy(model, passive_models,',
+           'rows["passive/Ours"] = model_based_accuracy(model, last,', "Table 2: the passive row must use Alg. 3's estimate"),
     Mutant("table2_lr", T2, "lr=5e-3, rounds=300", "lr=5e-4, rounds=300", "App. C.1: learning rate 5e-3"),
     Mutant("table2_not_iid", T2, "rounds=300, heterogeneity=0.0", "rounds=300, heterogeneity=0.4",
            "App. C.1: Income-L is i.i.d. in Table 2"),

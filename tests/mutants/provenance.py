@@ -10,7 +10,7 @@ from tools.mutation import Mutant
 
 EXP = "src/flprivacy/experiments/__init__.py"
 F3 = "src/flprivacy/experiments/part3_fig3.py"
-T1 = "src/flprivacy/experiments/part3_table1.py"
+T1 = "src/flprivacy/experiments/part3_pipeline.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_config.py", "tests/test_part3_dp.py", "-k", "commit or sweeps or per_seed or fig3"]

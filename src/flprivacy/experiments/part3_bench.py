@@ -16,7 +16,8 @@ import time
 import torch
 
 from . import add_threads_option, save_result, seed_int, use_threads
-from .part3_table1 import PAPER_SETTINGS, make_task, run_table1
+from .part3_pipeline import make_task, run_pipeline
+from .part3_table1 import PAPER_SETTINGS
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict:
     s = PAPER_SETTINGS["Medical"]
     t0 = time.perf_counter()
     task = make_task("Medical", "medical", args.seed, s)
-    res = run_table1(task, s, args.seed, log=print)
+    res = run_pipeline(task, s, args.seed, log=print)
     total = time.perf_counter() - t0
     print(f"total {total:.1f} s (target: <= 160 s on 2 cores); torch threads {torch.get_num_threads()}, "
           f"load average {os.getloadavg()[0]:.1f}")

@@ -24,17 +24,18 @@ from dataclasses import asdict, dataclass
 import torch
 from tqdm import tqdm
 
-from .. import ClientData, LocalSGD, mlp, run_fedavg
-from ..attacks.active import SendBackAll
-from ..attacks.gradient_aia import GRAD_LEARNING_RATES, GradientAIAResult, first_rounds_sets, gradient_aia
-from ..attacks.model_based_aia import candidate_losses
+from .. import ClientData, LocalSGD, mlp
+from ..attacks.gradient_aia import GRAD_LEARNING_RATES, first_rounds_sets
 from ..data.attributes import SensitiveAttribute
+from ..ledger.diana_aia import PAPER_FIG1_TEXT  # noqa: F401  (the paper's values, for the chapter)
+from ..threats import last_returned
 from ..optimum import optimal_local_models
 from ..config import at_scale, child_seed, generator
 from ..data import encode, load_adult
 from ..data.census import ACS, SYNTHETIC, acs_available, encode_census, load_acs_income, synthetic_census
 from ..data.tabular import STATE_CODES, TabularData
 from . import add_threads_option, save_result, seed_int, use_threads
+from .part3_pipeline import federate, grad_rows, gradient_aia_all, model_based_accuracy
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,6 @@ class Fig1Settings:
     pool: int = 60_000  # synthetic census rows to sample clients from
     seeds: tuple[int, ...] = (0, 1, 2)
 
-
-PAPER_FIG1_TEXT: dict[str, float] = {
-    "Grad (passive), regression, |D_c| = 64": 60.0,
-    "Grad (passive), regression, |D_c| > 256": 50.0,
-    "Grad (passive), classification, |D_c| > 256": 71.0,
-}
-"""The values of Fig. 1 that Diana et al. 2025 state in their text (§1, §2.3; ACS Income); the
-figure itself gives no table."""
 
 PAPER = Fig1Settings()
 QUICK = Fig1Settings(sizes=(32, 128, 512), rounds=20, active_rounds=5, grad_learning_rates=(1e3, 1e5),
@@ -105,7 +98,9 @@ def pools(s: Fig1Settings, seed: int) -> list[tuple[str, str, TabularData, str]]
 
 
 def run_point(tab: TabularData, sensitive: str, task: str, size: int, s: Fig1Settings, seed: int) -> dict:
-    """All curves of Fig. 1 at one ``|D_c|`` for one table and seed (accuracies in %)."""
+    """All curves of Fig. 1 at one ``|D_c|`` for one table and seed (accuracies in %): the first
+    steps of the Part III pipeline (:mod:`.part3_pipeline`) on ``s.n_clients`` clients of ``size``
+    rows each."""
     g = generator(child_seed(seed, size))
     rows = torch.randperm(tab.X.shape[0], generator=g)[: s.n_clients * size]
     if rows.numel() < s.n_clients * size:
@@ -113,40 +108,22 @@ def run_point(tab: TabularData, sensitive: str, task: str, size: int, s: Fig1Set
     clients = [ClientData(tab.X[r], tab.y[r].float()) for r in rows.split(size)]
     att = SensitiveAttribute.binary(tab.columns(sensitive)[0], name=sensitive)
     truths = [att.true_index(c.X) for c in clients]
+    sizes = [c.n for c in clients]
     cls = task == "classification"
     model = mlp(tab.X.shape[1], s.hidden, loss="bce" if cls else "mse")
     local = LocalSGD(lr=s.lr_classification if cls else s.lr_regression, epochs=s.epochs, batch_size=s.batch_size)
     T, A, C = s.rounds, s.active_rounds, s.n_clients
-    run = run_fedavg(model, clients, rounds=T + A, local=local, seed=seed,
-                     adversary=SendBackAll(range(C), range(T, T + A)))
-    gkw = dict(learning_rates=s.grad_learning_rates, iterations=s.grad_iterations, patience=s.grad_patience,
-               tolerance=s.grad_tolerance)
-    merged = []
-    for c in range(C):
-        p = gradient_aia(model, run.log.client_messages(c, rounds=range(T)), clients[c].X, clients[c].y, att,
-                         seed=child_seed(seed, 21, c), **gkw)
-        act = list(range(T, T + A))
-        a = gradient_aia(model, run.log.client_messages(c, rounds=act), clients[c].X, clients[c].y, att,
-                         round_sets=first_rounds_sets(act), seed=child_seed(seed, 22, c), **gkw)
-        merged.append(GradientAIAResult.merge(p, a))
-    n_p = len(first_rounds_sets(range(T)))
-
-    def grad_acc(allowed: list[int]) -> float:
-        acc = torch.stack([r.accuracy(t)[allowed] for r, t in zip(merged, truths)]).mean(0)
-        cos = torch.stack([r.cosine[allowed] for r in merged]).mean(0)
-        return 100 * float(acc.flatten()[int(torch.nan_to_num(cos, nan=-2).argmax())])
-
-    def mb_acc(thetas: Sequence[torch.Tensor]) -> float:
-        return 100 * sum(float((candidate_losses(model, th, c.X, c.y, att).argmin(0) == t).double().mean())
-                         for th, c, t in zip(thetas, clients, truths)) / C
-
-    last = [run.log.last_returned(c, before=T) for c in range(C)]
+    run = federate(model, clients, T, A, local, seed)
+    merged, n_p = gradient_aia_all(model, run.log, clients, att, T, first_rounds_sets(range(T, T + A)), seed,
+                                   learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
+                                   patience=s.grad_patience, tolerance=s.grad_tolerance, streams=(21, 22))
+    last = [last_returned(run.log, c, before=T) for c in range(C)]
     opt = optimal_local_models(model, [(c.X, c.y) for c in clients], last, max_steps=s.model_wo_steps)
     return {
-        "Grad (passive)": grad_acc(list(range(n_p))),
-        "Grad (active)": grad_acc(list(range(len(merged[0].round_sets)))),
-        "model-based, global model": mb_acc([run.log.global_models[T]] * C),
-        "model-based, optimal local model": mb_acc([o.theta for o in opt]),
+        "Grad (passive)": grad_rows(merged, truths, sizes, list(range(n_p)))[0],
+        "Grad (active)": grad_rows(merged, truths, sizes, list(range(len(merged[0].round_sets))))[0],
+        "model-based, global model": model_based_accuracy(model, [run.log.global_models[T]] * C, clients, att),
+        "model-based, optimal local model": model_based_accuracy(model, [o.theta for o in opt], clients, att),
     }
 
 

@@ -1,7 +1,7 @@
 """Fig. 3 and App. C.2-C.3 of Diana et al. 2025: what makes attribute inference stronger or weaker.
 
 On Income-L (Alg. 5 split, default heterogeneity 40 %, B = 32, E = 1), one factor varies at a
-time and the Table 1 pipeline (:func:`flprivacy.experiments.part3_table1.run_table1`) runs for
+time and the Table 1 pipeline (:func:`flprivacy.experiments.part3_pipeline.run_pipeline`) runs for
 each value:
 
 - ``heterogeneity``: h in {0, 0.1, ..., 0.5} (Alg. 5; 0 is i.i.d.), Fig. 3 left;
@@ -35,8 +35,8 @@ import torch
 
 from ..config import at_scale
 from . import add_threads_option, positive_int, save_result, seed_int, use_threads
-from .part3_table1 import (PAPER_SETTINGS, QUICK_SETTINGS, Table1Settings, make_task, over_seeds, run_table1,
-                           summarise)
+from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, summarise
+from .part3_table1 import PAPER_SETTINGS, QUICK_SETTINGS
 
 B5_LEARNING_RATES = {32: 5e-7, 64: 5e-7, 128: 1e-6, 256: 2e-6, 512: 2e-6, 1024: 3e-6}
 """App. B.5: Income-L learning rate for each batch size (kept when E or h vary)."""
@@ -46,14 +46,14 @@ PAPER_VALUES = {"heterogeneity": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5), "batch_size": (
 QUICK_VALUES = {"heterogeneity": (0.0, 0.25, 0.5), "batch_size": (32, 128, 512), "epochs": (1, 3, 5),
                 "start_round": (5, 10, 20), "active_rounds": (1, 3, 10)}
 
-PAPER_BASE: Table1Settings = PAPER_SETTINGS["Income-L"]
-QUICK_BASE: Table1Settings = replace(QUICK_SETTINGS["Income-L"], rounds=20, active_rounds=(10,), adam_trials=5,
+PAPER_BASE: AIASettings = PAPER_SETTINGS["Income-L"]
+QUICK_BASE: AIASettings = replace(QUICK_SETTINGS["Income-L"], rounds=20, active_rounds=(10,), adam_trials=5,
                                      grad_iterations=10, model_wo_steps=200)
 """Quick: Table 1's quick Income-L (4,000 synthetic people, lr 2e-6 = 4x the paper's for ~4x fewer
 local steps) with 20 rounds, 10 active rounds, 5 Optuna trials."""
 
 
-def base() -> Table1Settings:
+def base() -> AIASettings:
     return at_scale(quick=QUICK_BASE, paper=PAPER_BASE)
 
 
@@ -63,7 +63,7 @@ def values(factor: str) -> tuple:
     return at_scale(quick=QUICK_VALUES[factor], paper=PAPER_VALUES[factor])
 
 
-def settings_for(factor: str, value, b: Table1Settings | None = None) -> Table1Settings:
+def settings_for(factor: str, value, b: AIASettings | None = None) -> AIASettings:
     """The settings of one point of the sweep: ``b`` (default :func:`base`) with one factor changed."""
     b = b or base()
     A = max(b.active_rounds)
@@ -87,7 +87,7 @@ def _point_seed(factor: str, value, seed: int, source: str, threads: int = 0) ->
     if threads:
         torch.set_num_threads(threads)
     s = settings_for(factor, value)
-    return over_seeds([seed], lambda sd: make_task("Income-L", source, sd, s), lambda ft, sd: run_table1(ft, s, sd),
+    return over_seeds([seed], lambda sd: make_task("Income-L", source, sd, s), lambda ft, sd: run_pipeline(ft, s, sd),
                       log=lambda m: None)[0]
 
 

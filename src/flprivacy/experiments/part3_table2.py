@@ -4,7 +4,7 @@ Every client solves a least-squares regression (linear model, MSE) with FedAvg, 
 learning rate 5e-3, T = 300 rounds; Income runs on the reduced feature set of App. C.1
 (:func:`flprivacy.data.census.encode_census_reduced`) and Income-L is i.i.d. (Alg. 5 with
 h = 0). The rows are those of Table 1, from the same pipeline
-(:func:`flprivacy.experiments.part3_table1.run_table1` with ``model=linear_regression``), except
+(:func:`flprivacy.experiments.part3_pipeline.run_pipeline` with ``model=linear_regression``), except
 the passive Ours: the passive adversary reconstructs the client's local optimum with Alg. 3 on
 the d + 1 messages of lowest condition number
 (:func:`flprivacy.attacks.reconstruction.reconstruct_least_squares` with ``subset="best"``)
@@ -32,39 +32,27 @@ from ..attacks.reconstruction import reconstruct_least_squares
 from ..config import at_scale
 from ..data.census import FederatedTask, income_a_task, income_l_task, medical_task
 from ..federation import ClientData, MessageLog
+from ..ledger.diana_aia import PAPER_TABLE2
 from ..models import linear_regression
+from ..threats import eavesdrop
 from . import save_result
-from . import part3_table1
-from .part3_table1 import PAPER_SETTINGS, Table1Settings, run_table1, table_main
+from .part3_pipeline import AIASettings, over_seeds, run_pipeline, table_main, table_record
+from .part3_pipeline import result_name as _result_name
+from .part3_table1 import PAPER_SETTINGS
 
-PAPER_TABLE2_SETTINGS: dict[str, Table1Settings] = {
+PAPER_TABLE2_SETTINGS: dict[str, AIASettings] = {
     t: replace(PAPER_SETTINGS[t], lr=5e-3, rounds=300, heterogeneity=0.0) for t in PAPER_SETTINGS}
 """App. C.1: least squares, lr 5e-3, E = 1, B = 32, T = 300 rounds, active +10/+50, 3 seeds."""
 
-QUICK_TABLE2_SETTINGS: dict[str, Table1Settings] = {
+QUICK_TABLE2_SETTINGS: dict[str, AIASettings] = {
     t: replace(s, rounds=60, active_rounds=(5, 15), adam_trials=10, grad_iterations=20, grad_patience=5,
                model_wo_steps=500, n_synthetic={"Medical": None, "Income-L": 4000, "Income-A": 8000}[t], seeds=(0,))
     for t, s in PAPER_TABLE2_SETTINGS.items()}
 """60 rounds (still >> d + 1 messages for Alg. 3), fewer trials and rows, one seed."""
 
-PAPER_TABLE2: dict[str, dict[str, tuple[float, float]]] = {
-    "Income-L": {"passive/Grad": (53.10, 1.40), "passive/Grad-w-O": (58.19, 0.41), "passive/Ours": (59.05, 0.40),
-                 "active-10/Grad": (53.10, 1.40), "active-10/Grad-w-O": (59.06, 0.07), "active-10/Ours": (57.99, 1.71),
-                 "active-50/Grad": (53.10, 1.40), "active-50/Grad-w-O": (60.69, 0.30), "active-50/Ours": (59.10, 0.16),
-                 "Model-w-O": (59.10, 0.16)},
-    "Income-A": {"passive/Grad": (49.74, 3.17), "passive/Grad-w-O": (55.97, 0.38), "passive/Ours": (56.56, 0.41),
-                 "active-10/Grad": (49.74, 3.17), "active-10/Grad-w-O": (57.18, 0.39), "active-10/Ours": (56.44, 0.12),
-                 "active-50/Grad": (49.74, 3.17), "active-50/Grad-w-O": (57.18, 0.39), "active-50/Ours": (56.22, 0.06),
-                 "Model-w-O": (56.56, 0.41)},
-    "Medical": {"passive/Grad": (87.76, 3.80), "passive/Grad-w-O": (94.68, 0.23), "passive/Ours": (94.13, 0.16),
-                "active-10/Grad": (87.76, 3.80), "active-10/Grad-w-O": (94.68, 0.23), "active-10/Ours": (90.47, 5.12),
-                "active-50/Grad": (87.76, 3.80), "active-50/Grad-w-O": (94.68, 0.23), "active-50/Ours": (93.91, 0.08),
-                "Model-w-O": (94.13, 0.16)},
-}
-"""Diana et al. 2025, Table 2 (mean ± std over 3 runs, %; one random target client)."""
 
 
-def table2_settings(task: str) -> Table1Settings:
+def table2_settings(task: str) -> AIASettings:
     """The settings of ``task`` at the current scale."""
     if task not in PAPER_TABLE2_SETTINGS:
         raise ValueError(f"unknown task {task!r}; Table 2 has {list(PAPER_TABLE2_SETTINGS)}.")
@@ -92,7 +80,7 @@ def drop_feature(task: FederatedTask, name: str) -> FederatedTask:
                          task.attribute_name, task.meta | {"dropped": name})
 
 
-def make_ls_task(task: str, source: str, seed: int, s: Table1Settings) -> FederatedTask:
+def make_ls_task(task: str, source: str, seed: int, s: AIASettings) -> FederatedTask:
     """The clients of ``task`` with App. C.1's features (Income: reduced set; Income-L i.i.d.),
     one level of the one-hot group dropped (``REFERENCE_LEVELS``)."""
     extra = {} if s.n_synthetic is None else {"n_synthetic": s.n_synthetic}
@@ -110,18 +98,18 @@ def make_ls_task(task: str, source: str, seed: int, s: Table1Settings) -> Federa
 def alg3_estimate(log: MessageLog, client: int, T: int) -> torch.Tensor:
     """The passive adversary's estimate of client ``client``'s local optimum: Alg. 3 on the
     d + 1 messages of rounds < T with the lowest condition number (App. C.1)."""
-    return reconstruct_least_squares(log.client_messages(client, rounds=range(T)), subset="best").theta
+    return reconstruct_least_squares(eavesdrop(log, client, range(T)), subset="best").theta
 
 
-def run_table2(task: FederatedTask, s: Table1Settings, seed: int, *, progress: bool = False, log=print) -> dict:
+def run_table2(task: FederatedTask, s: AIASettings, seed: int, *, progress: bool = False, log=print) -> dict:
     """All rows of Table 2 for one task and seed (the Table 1 pipeline on a linear model)."""
     model = linear_regression(task.n_features)
-    return run_table1(task, s, seed, progress=progress, log=log, model=model, passive_estimator=alg3_estimate)
+    return run_pipeline(task, s, seed, progress=progress, log=log, model=model, passive_estimator=alg3_estimate)
 
 
 def result_name(task: str, source: str) -> str:
-    """Result-file name of one task and source (Table 1's naming, see :func:`.part3_table1.result_name`)."""
-    return part3_table1.result_name(task, source, table="part3_table2")
+    """Result-file name of one task and source (see :func:`.part3_pipeline.result_name`)."""
+    return _result_name(task, source, "part3_table2")
 
 
 def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = False, save: bool = True) -> dict:
@@ -129,10 +117,10 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     start = time.perf_counter()
     s = table2_settings(task)
     seeds = tuple(s.seeds if seeds is None else seeds)
-    per_seed = part3_table1.over_seeds(seeds, lambda seed: make_ls_task(task, source, seed, s),
+    per_seed = over_seeds(seeds, lambda seed: make_ls_task(task, source, seed, s),
                                        lambda ft, seed: run_table2(ft, s, seed, progress=progress),
                                        data=lambda ft: {"features": ft.feature_names})
-    out = part3_table1.table_record(task, s, seeds, per_seed, PAPER_TABLE2[task], start)
+    out = table_record(task, s, seeds, per_seed, PAPER_TABLE2[task], start)
     if save:
         print("wrote", save_result(result_name(task, source), out, seeds=seeds))
     print(f"total runtime {out['seconds']:.1f} s")

@@ -5,7 +5,7 @@ per-sample clipping, Gaussian noise, RDP accountant), with (ε, δ) = (1, 1e-5) 
 Income-L and (1, 1e-6) for Income-A over each client's whole training (the T passive rounds
 and the A active ones). The clipping norm is chosen from the paper's grid by the validation
 loss of the final global model (App. C.4, "Hyperparameters for defense"); then the Table 1
-pipeline (:func:`flprivacy.experiments.part3_table1.run_table1`) runs unchanged on the DP
+pipeline (:func:`flprivacy.experiments.part3_pipeline.run_pipeline`) runs unchanged on the DP
 clients: Grad, Grad-w-O, Ours passive, Ours active (Alg. 4) and Model-w-O.
 
 Differences from the paper: every client is attacked (the paper: one random client); the
@@ -31,9 +31,11 @@ from ..config import at_scale
 from ..data.census import FederatedTask
 from ..defences import PAPER_CLIP_GRID, DPLocalSGD
 from ..federation import FLRun
+from ..ledger.diana_aia import PAPER_TABLE3
 from . import save_result
-from . import part3_table1
-from .part3_table1 import Table1Settings, make_task, run_table1, settings, table_main
+from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, table_main, table_record
+from .part3_pipeline import result_name as _result_name
+from .part3_table1 import settings
 
 TARGET_DELTA = {"Medical": 1e-5, "Income-L": 1e-5, "Income-A": 1e-6}
 """δ of App. C.4 (ε = 1 for every task)."""
@@ -46,21 +48,6 @@ QUICK_CLIP_GRID: dict[str, tuple[float, ...]] = {
 }
 """Three norms of the paper's grid (its lower end, the middle, the upper end) at quick scale."""
 
-PAPER_TABLE3: dict[str, dict[str, tuple[float, float]]] = {
-    "Income-L": {"passive/Grad": (59.34, 3.58), "passive/Grad-w-O": (77.67, 1.01), "passive/Ours": (48.69, 4.03),
-                 "active-10/Grad": (59.34, 3.58), "active-10/Grad-w-O": (77.67, 1.01), "active-10/Ours": (62.04, 3.16),
-                 "active-50/Grad": (59.34, 3.58), "active-50/Grad-w-O": (77.67, 1.01), "active-50/Ours": (71.37, 1.86),
-                 "Model-w-O": (79.33, 1.11)},
-    "Income-A": {"passive/Grad": (50.52, 2.49), "passive/Grad-w-O": (53.83, 0.19), "passive/Ours": (58.08, 0.11),
-                 "active-10/Grad": (50.52, 2.49), "active-10/Grad-w-O": (54.42, 2.77), "active-10/Ours": (57.60, 0.85),
-                 "active-50/Grad": (50.52, 2.49), "active-50/Grad-w-O": (54.42, 2.77), "active-50/Ours": (57.25, 0.86),
-                 "Model-w-O": (58.53, 0.61)},
-    "Medical": {"passive/Grad": (63.51, 6.63), "passive/Grad-w-O": (91.09, 0.08), "passive/Ours": (94.19, 0.23),
-                "active-10/Grad": (63.51, 6.63), "active-10/Grad-w-O": (91.09, 0.08), "active-10/Ours": (93.96, 0.41),
-                "active-50/Grad": (63.51, 6.63), "active-50/Grad-w-O": (91.09, 0.08), "active-50/Ours": (94.30, 0.08),
-                "Model-w-O": (94.30, 0.08)},
-}
-"""Diana et al. 2025, Table 3 (mean ± std over 3 runs, %; one random target client)."""
 
 
 def clip_grid(task: str) -> tuple[float, ...]:
@@ -68,7 +55,7 @@ def clip_grid(task: str) -> tuple[float, ...]:
     return at_scale(quick=QUICK_CLIP_GRID[task], paper=PAPER_CLIP_GRID[task])
 
 
-def dp_trainer(task: str, s: Table1Settings, max_grad_norm: float) -> DPLocalSGD:
+def dp_trainer(task: str, s: AIASettings, max_grad_norm: float) -> DPLocalSGD:
     """The clients' DP-SGD for ``task``: ε = 1, the task's δ, over T + max(active rounds) rounds."""
     return DPLocalSGD(lr=s.lr, max_grad_norm=max_grad_norm, target_epsilon=TARGET_EPSILON,
                       target_delta=TARGET_DELTA[task], total_rounds=s.rounds + max(s.active_rounds),
@@ -81,7 +68,7 @@ def validation_loss(model, theta: torch.Tensor, task: FederatedTask) -> float:
     return num / sum(c.X_val.shape[0] for c in task.clients)
 
 
-def select_clip_norm(task: FederatedTask, s: Table1Settings, seed: int, grid: Sequence[float]) -> dict:
+def select_clip_norm(task: FederatedTask, s: AIASettings, seed: int, grid: Sequence[float]) -> dict:
     """App. C.4: train T rounds of DP FedAvg for every clipping norm of ``grid`` and keep the
     one whose final global model has the lowest validation loss. Also trains without DP
     (the utility reference). Returns ``{"best", "val_loss": {C: loss}, "val_loss_no_dp",
@@ -102,7 +89,7 @@ def select_clip_norm(task: FederatedTask, s: Table1Settings, seed: int, grid: Se
             "epsilon": {str(c): e for c, e in eps.items()}}
 
 
-def run_table3(task: FederatedTask, s: Table1Settings, seed: int, max_grad_norm: float, *,
+def run_table3(task: FederatedTask, s: AIASettings, seed: int, max_grad_norm: float, *,
                progress: bool = False, log=print) -> dict:
     """All rows of Table 3 for one task and seed: the Table 1 pipeline with DP-SGD clients.
 
@@ -116,12 +103,12 @@ def run_table3(task: FederatedTask, s: Table1Settings, seed: int, max_grad_norm:
                 "target_delta": TARGET_DELTA[task.name], "noise_multiplier": dp.noise_multiplier(task.clients[0]),
                 "max_grad_norm": max_grad_norm, "val_loss_theta_T": validation_loss(model, run.log.global_models[s.rounds], task)}
 
-    return run_table1(task, s, seed, progress=progress, log=log, model=model, local=dp, after_training=after)
+    return run_pipeline(task, s, seed, progress=progress, log=log, model=model, local=dp, after_training=after)
 
 
 def result_name(task: str, source: str) -> str:
-    """Result-file name of one task and source (Table 1's naming, see :func:`.part3_table1.result_name`)."""
-    return part3_table1.result_name(task, source, table="part3_table3")
+    """Result-file name of one task and source (see :func:`.part3_pipeline.result_name`)."""
+    return _result_name(task, source, "part3_table3")
 
 
 def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bool = False, save: bool = True) -> dict:
@@ -134,12 +121,12 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     clip = select_clip_norm(ft0, s, seeds[0], clip_grid(task))
     print(f"{task}: clipping norm {clip['best']:.0e} (validation loss {clip['val_loss']}; no DP "
           f"{clip['val_loss_no_dp']:.4g}) in {time.perf_counter() - t:.1f} s")
-    per_seed = part3_table1.over_seeds(
+    per_seed = over_seeds(
         seeds, lambda seed: ft0 if seed == seeds[0] else make_task(task, source, seed, s),
         lambda ft, seed: run_table3(ft, s, seed, clip["best"], progress=progress))
     for seed, res in zip(seeds, per_seed):
         print(f"  seed {seed}: Opacus ε = {res['details']['after_training']['epsilon']}")
-    out = part3_table1.table_record(task, s, seeds, per_seed, PAPER_TABLE3[task], start, clip=clip)
+    out = table_record(task, s, seeds, per_seed, PAPER_TABLE3[task], start, clip=clip)
     if save:
         print("wrote", save_result(result_name(task, source), out, seeds=seeds))
     print(f"total runtime {out['seconds']:.1f} s")
