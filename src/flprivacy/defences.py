@@ -13,6 +13,12 @@ this module only wires them into :func:`flprivacy.federation.run_fedavg`:
   accountant records every step the client ever took: :meth:`DPLocalSGD.epsilons` reports the
   ε actually spent, which must not exceed the target.
 
+:func:`dp_sgd_many` replays the same DP-SGD update for many models at once (the same Poisson
+sampling rate, flat per-sample clipping, noise σC and averaging by the expected batch size as
+Opacus, on one batch and one noise draw shared by the models): what an adversary who tunes
+Alg. 4 with the DP trainer in the loop simulates (App. B.5; the authors' code tunes Adam against
+the DP clients).
+
 The guarantee is per client and per sample: any one row of a client's data changes the
 distribution of everything she ever sends by at most (ε, δ). It says nothing about what the
 rows have *in common* -- the correlation between the sensitive attribute and the target in her
@@ -30,9 +36,10 @@ from torch import Tensor
 
 from .federation import ClientData
 from .models import FLModel
+from .stack import LinearStack
 from .validation import check_int, check_positive
 
-__all__ = ["DPLocalSGD", "PAPER_CLIP_GRID"]
+__all__ = ["DPLocalSGD", "PAPER_CLIP_GRID", "dp_sgd_many"]
 
 PAPER_CLIP_GRID: dict[str, tuple[float, ...]] = {
     "Medical": (5e5, 7e5, 9e5, 1e6, 3e6, 5e6, 7e6, 9e6),
@@ -138,6 +145,24 @@ class DPLocalSGD:
         """σ chosen by Opacus for the client holding ``data`` (after her first round)."""
         return self._clients[id(data)].noise_multiplier
 
+    def steps_per_epoch(self, data: ClientData) -> int:
+        """⌈S_c/B⌉: Opacus's Poisson loader draws this many batches per epoch, each row with
+        probability q = 1/⌈S_c/B⌉."""
+        return math.ceil(data.n / min(self.batch_size, data.n))
+
+    def planned_noise_multiplier(self, data: ClientData) -> float:
+        """The σ that ``make_private_with_epsilon`` chooses for ``data``: the same call to
+        Opacus's ``get_noise_multiplier`` (target ε, δ, q = 1/⌈S_c/B⌉, ``total_rounds·E``
+        epochs), without training."""
+        st = self._clients.get(id(data))
+        if st is not None:
+            return st.noise_multiplier
+        from opacus.accountants.utils import get_noise_multiplier
+
+        return float(get_noise_multiplier(target_epsilon=self.target_epsilon, target_delta=self.target_delta,
+                                          sample_rate=1 / self.steps_per_epoch(data),
+                                          epochs=self.total_rounds * self.epochs, accountant=self.accountant))
+
     def epsilons(self, clients: list[ClientData]) -> list[float]:
         """ε spent by each client so far, as Opacus's accountant reports it at ``target_delta``
         (NaN for a client who never trained)."""
@@ -146,3 +171,49 @@ class DPLocalSGD:
             st = self._clients.get(id(c))
             out.append(math.nan if st is None else float(st.engine.get_epsilon(self.target_delta)))
         return out
+
+
+def dp_sgd_many(stack: LinearStack, thetas: Tensor, data: ClientData, dp: DPLocalSGD,
+                generator: torch.Generator) -> Tensor:
+    """One round of ``dp``'s local DP-SGD (Abadi et al. 2016, as Opacus runs it) from each of the
+    M models ``thetas`` ``(M, d)`` of one client, at once.
+
+    Each of the E⌈S_c/B⌉ steps draws one Poisson batch (rate q = 1/⌈S_c/B⌉) and one Gaussian
+    noise vector N(0, σ²C²I), shared by the M models; every model clips its per-sample gradients
+    to norm C (one flat norm over all parameters), adds the noise to their sum, divides by
+    Opacus's expected batch size ⌊S_c q⌋ and takes an SGD step with ``dp.lr``. σ is the one
+    ``dp`` uses for this client (:meth:`DPLocalSGD.planned_noise_multiplier`). The privacy
+    accountant is not touched: this is the adversary's simulation, not the client's training.
+
+    Returns:
+        the ``(M, d)`` models after the round.
+    """
+    where = "dp_sgd_many"
+    if not isinstance(dp, DPLocalSGD):
+        raise TypeError(f"{where}: dp must be a DPLocalSGD; got {type(dp).__name__}.")
+    if thetas.ndim != 2 or thetas.shape[1] != stack.dim:
+        raise ValueError(f"{where}: thetas must have shape (M, {stack.dim}); got {tuple(thetas.shape)}.")
+    n = data.n
+    K = dp.steps_per_epoch(data)
+    q, batch = 1.0 / K, int(n * (1.0 / K))
+    sigma, C = dp.planned_noise_multiplier(data), float(dp.max_grad_norm)
+    X, y = data.X.to(stack.dtype), data.y
+    theta = thetas.to(stack.dtype).clone()
+    M = theta.shape[0]
+    for _ in range(dp.epochs * K):
+        rows = (torch.rand(n, generator=generator) < q).nonzero().squeeze(1)
+        noise = torch.randn(stack.dim, generator=generator, dtype=stack.dtype) * (sigma * C)
+        g = torch.zeros_like(theta)
+        if rows.numel():
+            inputs, deltas = stack.per_sample_signals(theta, X[rows], y[rows])
+            sq = torch.zeros(M, rows.numel(), dtype=stack.dtype)
+            for layer, a, d in zip(stack.linears, inputs, deltas):
+                sq += (d * d).sum(-1) * ((a * a).sum(-1) + (1.0 if layer.b is not None else 0.0))
+            factor = (C / (sq.sqrt() + 1e-6)).clamp(max=1.0).unsqueeze(-1)  # Opacus's flat clipping
+            for layer, a, d in zip(stack.linears, inputs, deltas):
+                fd = d * factor
+                g[:, layer.w] = torch.bmm(fd.transpose(1, 2), a).reshape(M, -1)
+                if layer.b is not None:
+                    g[:, layer.b] = fd.sum(1)
+        theta -= dp.lr * (g + noise) / batch
+    return theta

@@ -11,7 +11,10 @@ treats θ_c^a - θ_c as a gradient of the client's local risk and takes an Adam 
 - :func:`simulate_adam_active` replays the attack for many Adam hyper-parameters at once
   (the client's local SGD on a batch of models);
 - :func:`tune_adam_active` picks Adam's learning rate and betas with Optuna to minimise the
-  clients' training loss (App. B.5: lr ∈ [0.1, 50], β1, β2 ∈ [0.6, 0.999], 50 trials).
+  clients' training loss (App. B.5: lr ∈ [0.1, 50], β1, β2 ∈ [0.6, 0.999], 50 trials), for all
+  clients at once (the authors' code) or for each client (``per_client``: App. B.5, "to minimize
+  each client's training loss"). The replayed local update is plain SGD or, for clients that
+  train with DP-SGD, the same DP-SGD (:func:`flprivacy.defences.dp_sgd_many`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import torch
 from torch import Tensor
 
 from ..config import child_seed, generator
+from ..defences import DPLocalSGD, dp_sgd_many
 from ..federation import ClientData, LocalSGD
 from ..log import MessageLog
 from ..models import FLModel
@@ -63,11 +67,14 @@ class AdamActive(Adversary):
         lr, betas, eps: Adam's hyper-parameters (tune them with :func:`tune_adam_active`).
         init_models: optional ``{client: θ}`` to start from (e.g. when the attack phase is a
             separate :func:`~flprivacy.federation.run_fedavg` call continuing a passive run).
+        per_client: optional ``{client: (lr, (β1, β2))}`` replacing ``lr`` and ``betas`` for
+            those clients (Adam tuned per client, App. B.5).
     """
 
     def __init__(self, targets: Iterable[int], start_round: int, n_rounds: int, lr: float,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 init_models: Mapping[int, Tensor] | None = None):
+                 init_models: Mapping[int, Tensor] | None = None,
+                 per_client: Mapping[int, tuple[float, tuple[float, float]]] | None = None):
         check_positive("lr", lr, "AdamActive")
         check_int("start_round", start_round, "AdamActive")
         check_positive("eps", eps, "AdamActive")
@@ -77,6 +84,10 @@ class AdamActive(Adversary):
         self.rounds = range(int(start_round), int(start_round) + int(n_rounds))
         self.lr, self.betas, self.eps = float(lr), (float(betas[0]), float(betas[1])), float(eps)
         self.init_models = dict(init_models or {})
+        self.per_client = {int(c): (float(lr_c), (float(b[0]), float(b[1]))) for c, (lr_c, b) in (per_client or {}).items()}
+        for c, (lr_c, b) in self.per_client.items():
+            if not (lr_c > 0 and all(0 <= v < 1 for v in b)):
+                raise ValueError(f"AdamActive: per_client[{c}] needs lr > 0 and betas in [0, 1); got {lr_c}, {b}.")
         self.state: dict[int, _AdamState] = {}
 
     def forge(self, round: int, client: int, global_model: Tensor, log: MessageLog) -> Tensor | None:
@@ -103,7 +114,8 @@ class AdamActive(Adversary):
         if st.pending is None:
             return
         reply = log.exchange(st.pending, client).returned
-        adam_step(st, st.theta - reply.to(st.theta.dtype), self.lr, self.betas, self.eps)
+        lr, betas = self.per_client.get(client, (self.lr, self.betas))
+        adam_step(st, st.theta - reply.to(st.theta.dtype), lr, betas, self.eps)
         st.pending = None
 
     def estimate(self, client: int, log: MessageLog) -> Tensor:
@@ -131,20 +143,23 @@ def adam_step(st, grad: Tensor, lr, betas, eps) -> None:
 
 
 # ---- replaying the attack for many hyper-parameters ----------------------------------------------
-def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor], local: LocalSGD,
-                         n_rounds: int, lr: Tensor, beta1: Tensor, beta2: Tensor, *, eps: float = 1e-8,
-                         seed: int = 0) -> list[Tensor]:
+def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor],
+                         local: LocalSGD | DPLocalSGD, n_rounds: int, lr: Tensor, beta1: Tensor, beta2: Tensor, *,
+                         eps: float = 1e-8, seed: int = 0, replies: bool = False) -> list[Tensor] | tuple[list[Tensor], list[Tensor]]:
     """Alg. 4 on each client for M hyper-parameter settings at once.
 
     Client c starts from ``starts[c]``; each of ``n_rounds`` rounds she runs ``local`` on the M
-    forged models (one shuffling per round, shared by the M models), and every model takes an
-    Adam step on its pseudo-gradient with its own (lr, β1, β2). All clients run together.
+    forged models (one shuffling per round, shared by the M models; for a
+    :class:`~flprivacy.defences.DPLocalSGD`, one Poisson batch and one noise draw per step, see
+    :func:`~flprivacy.defences.dp_sgd_many`), and every model takes an Adam step on its
+    pseudo-gradient with its own (lr, β1, β2).
 
     A setting whose estimate diverges (Adam's step too large) ends with every entry +inf, which
     :func:`tune_adam_active` scores as an infinite loss.
 
     Returns:
-        one ``(M, d)`` tensor of final estimates θ_c^a per client.
+        one ``(M, d)`` tensor of final estimates θ_c^a per client; with ``replies``, also the
+        ``(M, d)`` models each client returned in the last attack round.
     """
     where = "simulate_adam_active"
     check_clients(clients, where)
@@ -172,13 +187,18 @@ def simulate_adam_active(model: FLModel, clients: Sequence[ClientData], starts: 
     gens = [generator(child_seed(seed, 7, c)) for c in range(C)]
     theta = torch.stack([s.to(model.dtype).expand(M, -1) for s in starts]).clone()  # (C, M, d)
     st = _AdamState(theta, torch.zeros_like(theta), torch.zeros_like(theta))
+    returned = st.theta.clone()
     for _ in range(n_rounds):
-        returned = torch.stack(local_sgd_many(stack, list(st.theta), clients, local, gens))
+        if isinstance(local, DPLocalSGD):
+            returned = torch.stack([dp_sgd_many(stack, st.theta[c].nan_to_num(posinf=0.0), clients[c], local, gens[c])
+                                    for c in range(C)])
+        else:
+            returned = torch.stack(local_sgd_many(stack, list(st.theta), clients, local, gens))
         adam_step(st, st.theta - returned, lr, (beta1, beta2), eps)
         bad = ~torch.isfinite(st.theta).all(-1, keepdim=True)
         if bool(bad.any()):  # a diverged setting stays diverged; keep it from producing NaN warnings
             st.theta.copy_(torch.where(bad, torch.full_like(st.theta, float("inf")), st.theta))
-    return list(st.theta)
+    return (list(st.theta), list(returned)) if replies else list(st.theta)
 
 
 @dataclass
@@ -192,8 +212,8 @@ class AdamTuning:
     estimates: list[Tensor]  # each client's θ_c^a at the chosen setting (from the replay)
 
 
-def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor], local: LocalSGD,
-                     n_rounds: int, *, n_trials: int = 50, batch: int = 10, lr_range: tuple[float, float] = ADAM_LR_RANGE,
+def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor],
+                     local: LocalSGD | DPLocalSGD, n_rounds: int, *, n_trials: int = 50, batch: int = 10, lr_range: tuple[float, float] = ADAM_LR_RANGE,
                      beta_range: tuple[float, float] = ADAM_BETA_RANGE, seed: int = 0) -> AdamTuning:
     """Choose Adam's (lr, β1, β2) for Alg. 4 with Optuna (App. B.5).
 
@@ -201,7 +221,9 @@ def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequ
     sizes) of the estimates θ_c^a after ``n_rounds`` attack rounds, as in the paper; note that
     it needs the clients' data, so this tuning is itself an oracle. Trials are asked in waves
     of ``batch`` and evaluated together by :func:`simulate_adam_active` (Optuna's ask-and-tell
-    interface), the TPE sampler seeded with ``seed``.
+    interface), the TPE sampler seeded with ``seed``. ``local`` is the client update the
+    adversary replays: plain SGD, or the clients' own DP-SGD (the authors' code tunes with the
+    DP trainer in the loop).
     """
     if n_trials < 1 or batch < 1:
         raise ValueError(f"need n_trials >= 1 and batch >= 1, got {n_trials}, {batch}.")
@@ -235,6 +257,20 @@ def tune_adam_active(model: FLModel, clients: Sequence[ClientData], starts: Sequ
                              f"lower lr_range={lr_range} or check the clients' local learning rate.")
     bp = study.best_params
     return AdamTuning(lr=bp["lr"], betas=(bp["beta1"], bp["beta2"]), loss=best[0], study=study, estimates=best[1])
+
+
+def tune_adam_active_per_client(model: FLModel, clients: Sequence[ClientData], starts: Sequence[Tensor],
+                                local: LocalSGD | DPLocalSGD, n_rounds: int, *, n_trials: int = 50, batch: int = 10,
+                                seed: int = 0) -> dict[int, AdamTuning]:
+    """:func:`tune_adam_active` for each client alone: App. B.5, Adam's hyper-parameters "are
+    optimized to minimize each client's training loss". Client c's study is seeded with
+    ``child_seed(seed, c)``. Returns ``{c: AdamTuning}``; pass
+    ``per_client={c: (t.lr, t.betas)}`` to :class:`AdamActive`."""
+    if len(starts) != len(clients):
+        raise ValueError(f"tune_adam_active_per_client: give one start per client; got {len(clients)} clients and "
+                         f"{len(starts)} starts.")
+    return {c: tune_adam_active(model, [clients[c]], [starts[c]], local, n_rounds, n_trials=n_trials, batch=batch,
+                                seed=child_seed(seed, c)) for c in range(len(clients))}
 
 
 class SendBackAll(Adversary):

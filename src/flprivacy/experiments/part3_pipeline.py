@@ -30,7 +30,7 @@ import torch
 from tqdm import tqdm
 
 from .. import LocalSGD, mlp, run_fedavg
-from ..attacks.active import AdamActive, SendBackAll, tune_adam_active
+from ..attacks.active import AdamActive, SendBackAll, tune_adam_active, tune_adam_active_per_client
 from ..attacks.gradient_aia import GRAD_LEARNING_RATES, GradientAIAResult, first_rounds_sets, gradient_aia
 from ..attacks.model_based_aia import candidate_losses
 from ..config import child_seed
@@ -58,6 +58,8 @@ class AIASettings:
     active_rounds: tuple[int, ...] = (10, 50)
     adam_trials: int = 50
     adam_batch: int = 10
+    adam_replay: str = "sgd"  # the client update Alg. 4's tuning replays: "sgd" (noise-free) or "local" (the clients' own)
+    adam_per_client: bool = False  # one Optuna study per client (App. B.5) instead of one for all clients
     grad_learning_rates: tuple[float, ...] = GRAD_LEARNING_RATES
     grad_iterations: int = 100
     grad_patience: int | None = 10  # early stopping (ours; None runs all iterations as the paper)
@@ -148,24 +150,29 @@ def grad_rows(results: list[GradientAIAResult], truths: list[torch.Tensor], size
 # ---- one task, one seed -------------------------------------------------------------------------------
 def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bool = False,
                  log: Callable[[str], None] | None = None, model: FLModel | None = None,
-                 local: LocalTrainer | None = None, tuning_local: LocalSGD | None = None,
+                 local: LocalTrainer | None = None,
                  passive_estimator: Callable[[MessageLog, int, int], torch.Tensor] | None = None,
                  after_training: Callable[[FLRun], dict] | None = None) -> dict:
     """All rows of Tables 1-3 for one task and one seed.
 
     ``model`` replaces the MLP (e.g. :func:`flprivacy.linear_regression` for least squares,
     Table 2); ``local`` replaces the clients' :class:`LocalSGD` (e.g.
-    :class:`flprivacy.defences.DPLocalSGD`, Table 3); ``tuning_local`` is the local update the
-    adversary simulates to tune Alg. 4's Adam (default: plain SGD with the same η, E, B);
-    ``passive_estimator(log, c, T)`` replaces the passive estimate of client c's local model
+    :class:`flprivacy.defences.DPLocalSGD`, Table 3); ``s.adam_replay`` names the local update the
+    adversary replays to tune Alg. 4's Adam (``"sgd"``: plain SGD with the same η, E, B;
+    ``"local"``: the clients' own, DP-SGD included) and ``s.adam_per_client`` whether each
+    client gets her own Adam (App. B.5); ``passive_estimator(log, c, T)`` replaces the passive estimate of client c's local model
     (default: her last returned model; Alg. 3 for least squares); ``after_training(run)`` is
     called on the FedAvg run before any attack and its dict is stored as
     ``details["after_training"]`` (e.g. Opacus's ε).
 
     Returns ``{"rows": {row: accuracy %}, "timings": {step: seconds}, "details": {...}}``
     with rows ``passive/Grad``, ``passive/Grad-w-O``, ``passive/Ours``, ``active-<r>/...`` for
-    every number r of active rounds, and ``Model-w-O``.
+    every number r of active rounds, and ``Model-w-O``; ``details["active-<r>/adam"]`` also holds
+    the accuracy on the models the clients returned in the last attack round (``returned_acc``,
+    what the authors' code scores) beside Alg. 4's estimate (the row).
     """
+    if s.adam_replay not in ("sgd", "local"):
+        raise ValueError(f"run_pipeline: adam_replay must be 'sgd' or 'local'; got {s.adam_replay!r}.")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
 
@@ -183,7 +190,7 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     model = mlp(task.n_features, s.hidden) if model is None else model
     sgd = LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size)
     local = sgd if local is None else local
-    tuning_local = sgd if tuning_local is None else tuning_local
+    replay = sgd if s.adam_replay == "sgd" else local
     T, A = s.rounds, max(s.active_rounds)
 
     # 1. FedAvg for T rounds, then A rounds of sending every client her own model back
@@ -216,16 +223,25 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
         allowed = list(range(n_passive)) + [n_passive + act_sets.index(rs) for rs in per_r[r]]
         g, go, details[f"active-{r}/grad_choice"] = grad_rows(merged, truths, sizes, allowed)
         rows[f"active-{r}/Grad"], rows[f"active-{r}/Grad-w-O"] = g, go
-        tune = tune_adam_active(model, clients, last, tuning_local, r, n_trials=s.adam_trials, batch=s.adam_batch,
-                                seed=child_seed(seed, 13, r))
+        tk = dict(n_trials=s.adam_trials, batch=s.adam_batch, seed=child_seed(seed, 13, r))
+        if s.adam_per_client:
+            tunes = tune_adam_active_per_client(model, clients, last, replay, r, **tk)
+            hp = {c: (t.lr, t.betas) for c, t in tunes.items()}
+            adv = AdamActive(range(C), 0, r, 1.0, init_models=dict(enumerate(last)), per_client=hp)
+            adam = {"lr": [t.lr for t in tunes.values()], "betas": [list(t.betas) for t in tunes.values()],
+                    "tuning_loss": [t.loss for t in tunes.values()]}
+        else:
+            tune = tune_adam_active(model, clients, last, replay, r, **tk)
+            adv = AdamActive(range(C), 0, r, tune.lr, tune.betas, init_models=dict(enumerate(last)))
+            adam = {"lr": tune.lr, "betas": list(tune.betas), "tuning_loss": tune.loss}
         tick("Adam tuning (Optuna)")
-        adv = AdamActive(range(C), 0, r, tune.lr, tune.betas, init_models=dict(enumerate(last)))
         arun = run_fedavg(model, clients, rounds=r, local=local, seed=child_seed(seed, 14, r), theta0=theta_T,
                           adversary=adv)
         est = adv.estimates(arun.log)
         estimates[r] = [est[c] for c in range(C)]
         rows[f"active-{r}/Ours"] = model_based_accuracy(model, estimates[r], clients, att)
-        details[f"active-{r}/adam"] = {"lr": tune.lr, "betas": list(tune.betas), "tuning_loss": tune.loss}
+        returned = [last_returned(arun.log, c) for c in range(C)]
+        details[f"active-{r}/adam"] = adam | {"returned_acc": model_based_accuracy(model, returned, clients, att)}
         tick("active attack (Alg. 4)")
 
     # 4. Model-w-O: Adam to convergence from the last returned model and from Alg. 4's estimate
