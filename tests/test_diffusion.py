@@ -323,3 +323,93 @@ def test_train_command_records_its_provenance(tmp_path):
     assert saved["sha256"] == D.sha256_file(out) == rec["sha256"]
     assert saved["steps"] == 2 and saved["seed"] == 0 and saved["data"]["n_images"] == 8
     assert "train_ddpm" in saved["command"] and saved["seconds"] >= 0
+
+
+# ---- the controlled experiments of Fig. 7 (simulate_raw, lpips_digits, ledger.wilson's Fig. 7 rules) -------------
+@pytest.mark.parametrize("low", [14, 7])
+def test_simulate_raw_is_the_bicubic_image_of_the_measurement(low):
+    """σ_y = 0: the raw image is B (Hx) Bᵀ, so H r = H x exactly (B⁺B = I); σ_y > 0 adds N(0, σ_y²) to the dummy."""
+    x, _ = _digits(4, seed=7)
+    op = D.upsampler_operator(low=low)
+    y = op.forward(D.to_model_space(x)[:, 0])
+    raw = D.simulate_raw(x, low=low)
+    assert raw.shape == x.shape
+    assert torch.allclose(raw, (decode_dummy(y.unsqueeze(1), (1, 28, 28)) + 1) / 2, atol=1e-6)
+    assert (op.forward(D.to_model_space(raw)[:, 0]) - y).abs().max() < 1e-4  # float32 products of 32x32 matrices
+    noisy = D.simulate_raw(x, low=low, sigma_y=0.5, seed=3)
+    resid = op.forward(D.to_model_space(noisy)[:, 0]) - y
+    # 4·low² independent N(0, 0.25) draws: the sample sd is 0.5 within 5 standard errors 0.5/√(2·4·low²)
+    assert abs(resid.std().item() - 0.5) < 5 * 0.5 / math.sqrt(8 * low ** 2)
+    assert torch.equal(noisy, D.simulate_raw(x, low=low, sigma_y=0.5, seed=3))
+
+
+def test_simulate_raw_rejects_bad_input():
+    x, _ = _digits(2)
+    with pytest.raises(ValueError, match="low must divide 28"):
+        D.simulate_raw(x, low=5)
+    with pytest.raises(ValueError, match="28, 28"):
+        D.simulate_raw(torch.zeros(2, 1, 32, 32))
+    with pytest.raises(ValueError, match="sigma_y"):
+        D.simulate_raw(x, sigma_y=-0.1)
+
+
+def test_lpips_digits_resizes_and_pairs():
+    from flprivacy.lpips import lpips
+    import torch.nn.functional as F
+
+    x, _ = _digits(3, seed=1)
+    y, _ = _digits(3, seed=2)
+    assert torch.equal(D.lpips_digits(x, x), torch.zeros(3))
+    up = lambda a: F.interpolate(a, size=64, mode="bilinear", align_corners=False).clamp(0, 1)  # noqa: E731
+    assert torch.allclose(D.lpips_digits(x, y), lpips(up(x), up(y)).float())
+    assert (D.lpips_digits(x, y) > 0).all()
+    with pytest.raises(ValueError, match="paired"):
+        D.lpips_digits(x, y[:2])
+
+
+def test_fig7_verdict_reads_the_papers_claim():
+    from flprivacy.ledger import wilson as W
+
+    assert W.lpips_gain(0.4, 0.3) == pytest.approx(25.0)
+    assert W.fig7_verdict(0.4, 0.3).status == "reproduced"  # 25%: inside 20-30%
+    assert W.fig7_verdict(0.4, 0.32).status == "reproduced"  # 20%: the range's edge
+    assert W.fig7_verdict(0.4, 0.2).status == "partly"  # 50%: the direction, not the size
+    assert W.fig7_verdict(0.4, 0.45).status == "not reproduced"  # worse
+
+
+def _diag_record():
+    def sc(s, l, own=None):
+        return dict(ssim=s, psnr=10.0, lpips=l, ssim_peers=s - 0.01, psnr_peers=10.0, lpips_peers=l + 0.01)
+
+    prior = [dict(seed=sd, factor=f, sigma_y=sy, bicubic=dict(ssim=0.5, psnr=15.0, lpips=0.4),
+                  ddrm=dict(ssim=0.7 + sd / 10, psnr=17.0, lpips=0.1)) for sd in (0, 1) for f in (2, 4) for sy in (0.0, 0.05)]
+    attack = [dict(factor=f, K=K, raw=sc(0.4, 0.4), ddrm_estimated=sc(0.38, 0.2), ddrm_picked=sc(0.39, 0.25),
+                   sigma_estimated=0.5, sweep=[dict(sigma_y=0.0, **sc(0.395, 0.3)), dict(sigma_y=0.4, **sc(0.37, 0.2))])
+              for f in (2, 4) for K in (2, 4)]
+    return dict(name="diffusion_diagnostics", scale="quick", data=dict(prior=prior, attack=attack))
+
+
+def test_diagnostics_numbers_average_over_seeds_and_cases():
+    from flprivacy.ledger import wilson as W
+
+    d = W.diagnostics_numbers(_diag_record())
+    assert d["prior"][(2, 0.0)]["ddrm"]["ssim"] == pytest.approx(0.75) and d["prior"][(2, 0.0)]["n"] == 2
+    a = d["attack"][4]
+    assert a["n_cases"] == 2 and a["Ks"] == [2, 4]
+    assert a["raw"]["lpips_peers"] == pytest.approx(0.41) and a["sweep"][0.4]["ssim_peers"] == pytest.approx(0.36)
+
+
+def test_fig7_investigation_rows_and_verdicts():
+    from flprivacy.ledger import wilson as W
+
+    raw = dict(ssim=0.4, psnr=12.0, lpips=0.4, ssim_peers=0.39, lpips_peers=0.41)
+    case = dict(K=2, raw=raw, ddrm=dict(raw, ssim=0.38, lpips=0.3), mde_picked=raw, mde_last=raw,
+                mde_curve=dict(scores=[dict(ssim_peers=0.1), dict(ssim_peers=0.3)]))
+    rows = W.fig7_investigation(dict(data=dict(cases=[case])), _diag_record())
+    assert len(rows) == 1 + 4 + 2 * 3
+    first = rows[0]
+    assert first["Fig. 7 in LPIPS"].status == "reproduced" and first["SSIM"].status == "not reproduced"
+    best = [r for r in rows if "the best for SSIM" in r["what we changed"]][0]
+    assert best["after"] == "DDRM, σ_y = 0" and best["SSIM after"] == pytest.approx(0.385)  # peers' SSIM of σ_y = 0
+    prior = [r for r in rows if "prior alone" in r["what we changed"]]
+    assert all(r["SSIM"].status == "reproduced" for r in prior)
