@@ -13,6 +13,7 @@ import sys
 from tools.mutation import Mutant
 
 DIF = "src/flprivacy/diffusion.py"
+WIL = "src/flprivacy/ledger/wilson.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_ddrm_closed_form.py", "tests/test_diffusion.py"]
@@ -91,4 +92,29 @@ MUTANTS = [
            "σ_y: the variance instead of the standard deviation"),
     Mutant("safe_load_skips_hash", DIF, "    if expected != actual:\n        raise ValueError",
            "    if False:\n        raise ValueError", "safe loading: the SHA-256 check skipped"),
+    # ---- Fig. 7's controlled experiments: simulated measurements, LPIPS, the ledger's rules -----------------
+    Mutant("simulate_raw_no_noise", DIF, "y = y + sigma_y * torch.randn(y.shape, generator=make_generator(seed))",
+           "y = y + 0 * torch.randn(y.shape, generator=make_generator(seed))", "simulate_raw: σ_y ignored"),
+    Mutant("simulate_raw_default_operator", DIF, "y = upsampler_operator(low=low).forward(", "y = upsampler_operator().forward(",
+           "simulate_raw: the x2 measurement whatever the dummy size"),
+    Mutant("simulate_raw_bilinear", DIF, 'size=(IMAGE_SIZE - 2 * PAD,) * 2, mode="bicubic"',
+           'size=(IMAGE_SIZE - 2 * PAD,) * 2, mode="bilinear"', "simulate_raw: not the attack's bicubic upsampler"),
+    Mutant("simulate_raw_model_scale", DIF, "    return (raw + 1) / 2\n", "    return raw\n",
+           "simulate_raw: returns [-1, 1] model-scale images"),
+    Mutant("lpips_digits_32", DIF, 'F.interpolate(x.clamp(0, 1), size=64, mode="bilinear"',
+           'F.interpolate(x.clamp(0, 1), size=32, mode="bilinear"', "LPIPS of digits at 32x32, not the heads' 64x64"),
+    Mutant("lpips_gain_over_post", WIL, "return (raw - post) / raw * 100", "return (raw - post) / post * 100",
+           "Fig. 7's gain relative to the post-processed LPIPS"),
+    Mutant("fig7_tolerance_doubled", WIL, "tol=(hi - lo) / 2, what=", "tol=hi - lo, what=",
+           "Fig. 7's 20-30% read as 15-35%"),
+    Mutant("fig7_centre_low", WIL, "number((lo + hi) / 2, gain,", "number(lo, gain,", "Fig. 7's range centred on 20%"),
+    Mutant("fig7_direction_flipped", WIL, "sign(raw_lpips - post_lpips, what=", "sign(post_lpips - raw_lpips, what=",
+           "Fig. 7: higher LPIPS counted as better"),
+    Mutant("investigation_best_is_worst", WIL, "best = max(v[\"sweep\"], key=", "best = min(v[\"sweep\"], key=",
+           "the σ_y sweep's best for SSIM taken as its worst"),
+    Mutant("investigation_all_images", WIL, 'v["raw"], v["sweep"][best], "_peers")', 'v["raw"], v["sweep"][best])',
+           "the sweep's row scored on all images, not the peers'"),
+    Mutant("diagnostics_prior_one_seed", WIL, "groups.setdefault((p[\"factor\"], p[\"sigma_y\"]), []).append(p)",
+           "groups[(p[\"factor\"], p[\"sigma_y\"])] = [p]", "the prior rows keep the last seed only"),
+
 ]
