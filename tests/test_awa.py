@@ -179,6 +179,49 @@ def test_weighted_distance_by_hand_and_unweighted_is_dlg():
     assert float(awa.weighted_distance(pred, target, layers, torch.ones(4))) == float(update_distance(pred, target))
 
 
+def _per_layer_loss(pred, target, layers, Q):
+    """Eq. 23 written per layer, as the library computed it before the fused form: the weights of
+    eq. 24/27 and one squared norm per layer slice."""
+    w = awa.layer_weights(pred.detach(), target, layers, Q)
+    sq = torch.stack([((pred[l.start:l.stop] - target[l.start:l.stop]) ** 2).sum() for l in layers])
+    return (w.to(sq.dtype) * sq).sum()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_weighted_loss_equals_the_per_layer_form(dtype):
+    """The attack's loss (one weighted elementwise sum over θ with per-parameter weights) equals
+    Σ_l q^(l) ‖Δθ̂^(l) - Δθ^(l)‖² per layer, and so does its gradient. Both add the same
+    non-negative terms in another order; with pairwise summation each sum's relative error is at
+    most ⌈log2 n⌉·u (u the unit roundoff, n the number of terms), plus a few roundings of the
+    products: tol = (2⌈log2 n⌉ + 4)·u, i.e. ~3e-15 in float64 (far below 1e-6) and ~1.6e-6 in
+    float32 for the ~4,000 parameters here."""
+    torch.manual_seed(0)
+    m = FLModel(SmallCNN(3, 4, SIDE, width=8, dtype=dtype), "cross_entropy")
+    layers = awa.model_layers(m)
+    d = layers[-1].stop
+    target = torch.randn(d, dtype=dtype) * 1e-3
+    tol = (2 * math.ceil(math.log2(d)) + 4) * torch.finfo(dtype).eps / 2
+    assert dtype == torch.float32 or tol < 1e-6
+    from flprivacy.ledger.song import TABLE_III
+
+    for Q in (awa.AWAWeights(), awa.AWAWeights(**TABLE_III["case 1"]),
+              awa.AWAWeights(q_cv=3.0, q_bn=7.0, q_fc=2.0, q_en=50.0, p_mean=0.5, p_var=0.5)):
+        fused = awa._WeightedLoss(layers, target, Q)
+        pred = (target + torch.randn(d, dtype=dtype) * 1e-3).requires_grad_(True)
+        if Q.p_mean == 0.5:  # ⌈0.5·7⌉ = 4 layers of largest e_mean and 4 of largest e_var: they share one
+            assert bool(awa.enhanced_layers(pred.detach(), target, layers, 0.5, 0.5).any())
+        a = fused(pred, target)
+        (ga,) = torch.autograd.grad(a, pred)
+        b = _per_layer_loss(pred, target, layers, Q)
+        (gb,) = torch.autograd.grad(b, pred)
+        a, b = a.detach(), b.detach()
+        assert abs(float(a) - float(b)) <= tol * float(b), (Q, float(a), float(b))
+        assert float((ga - gb).norm()) <= tol * float(gb.norm())
+        # and the public weighted_distance is the same sum
+        w = awa.layer_weights(pred.detach(), target, layers, Q)
+        assert abs(float(awa.weighted_distance(pred.detach(), target, layers, w)) - float(b)) <= tol * float(b)
+
+
 # ---- the attacks' objectives --------------------------------------------------------------------------
 def _first_dummy(seed: int = 0) -> torch.Tensor:
     return dummy_latent(4, (3, SIDE, SIDE), 1, "uniform", make_generator(seed)).double()

@@ -309,10 +309,16 @@ def enhanced_layers(pred: Tensor, target: Tensor, layers: Sequence[Layer], p_mea
     layers = _check_layers(layers, where, pred.numel())
     for name, p in (("p_mean", p_mean), ("p_var", p_var)):
         check_positive(name, p, where, strict=False, maximum=1.0)
-    L = len(layers)
+    return _enhanced_mask(_layer_stats(pred.double(), layers), _layer_stats(target.detach().double(), layers),
+                          p_mean, p_var)
+
+
+def _enhanced_mask(pred_stats: tuple[Tensor, Tensor], target_stats: tuple[Tensor, Tensor], p_mean: float,
+                   p_var: float) -> Tensor:
+    """𝒫 of eq. 25-30 from the per-layer (mean, variance) of the dummy's and the target update."""
+    (m_hat, v_hat), (m, v) = pred_stats, target_stats
+    L = m.numel()
     tiny = torch.finfo(torch.float64).tiny
-    m_hat, v_hat = _layer_stats(pred.double(), layers)
-    m, v = _layer_stats(target.detach().double(), layers)
     e_mean = (m_hat - m).abs() / m.abs().clamp_min(tiny)
     e_var = (v_hat - v).abs() / v.abs().clamp_min(tiny)
     mask = torch.zeros(L, dtype=torch.bool)
@@ -382,8 +388,51 @@ def weighted_distance(pred: Tensor, target: Tensor, layers: Sequence[Layer], wei
                                                 floating=True), where)
     if bool((weights < 0).any()):
         raise ValueError(f"weighted_distance: weights must be >= 0; got {weights.tolist()}.")
-    sq = torch.stack([((pred[l.start:l.stop] - target[l.start:l.stop]) ** 2).sum() for l in layers])
-    return (weights.to(sq.dtype) * sq).sum()
+    return _fused_distance(pred, target, _per_parameter(weights, layers, pred.numel(), pred.dtype))
+
+
+def _per_parameter(weights: Tensor, layers: Sequence[Layer], dim: int, dtype: torch.dtype = torch.float64) -> Tensor:
+    """The layer weights q^(l) of eq. 23 spread over θ: entry i holds the weight of the layer that
+    owns parameter i (0 for a parameter in no layer), so that eq. 23 is one weighted elementwise
+    sum Σ_i w_i (Δθ̂_i - Δθ_i)², without slicing the update per layer."""
+    out = torch.zeros(dim, dtype=dtype)
+    for l, w in zip(layers, weights.tolist()):
+        out[l.start:l.stop] = w
+    return out
+
+
+def _fused_distance(pred: Tensor, target: Tensor, w: Tensor) -> Tensor:
+    """Σ_i w_i (pred_i - target_i)²: eq. 23 with per-parameter weights (one elementwise pass; its
+    backward is 2 w (pred - target), with no per-layer zero-filled gradient)."""
+    diff = pred - target
+    return (w * diff * diff).sum()
+
+
+class _WeightedLoss:
+    """Eq. 23 with Q's weights for a fixed target, as one weighted elementwise sum.
+
+    The per-parameter weights of eq. 24 and the target's per-layer statistics (eq. 25-26) are
+    computed once; each call recomputes only the dummy's statistics and the enhanced set 𝒫
+    (eq. 27-30) and overwrites the weight of the layers in 𝒫 by q_en."""
+
+    def __init__(self, layers: Sequence[Layer], target: Tensor, Q: AWAWeights) -> None:
+        self.layers, self.Q = list(layers), Q
+        self.target_stats = _layer_stats(target.detach().double(), layers)
+        self.base = _per_parameter(linear_weights(layers, Q.q_cv, Q.q_bn, Q.q_fc), layers, target.numel(),
+                                  target.dtype)
+
+    def _mask(self, pred: Tensor) -> Tensor:
+        return _enhanced_mask(_layer_stats(pred.detach().double(), self.layers), self.target_stats, self.Q.p_mean,
+                              self.Q.p_var)
+
+    def __call__(self, pred: Tensor, target: Tensor) -> Tensor:
+        w = self.base
+        mask = self._mask(pred)
+        if bool(mask.any()):
+            w = w.clone()
+            for i in torch.nonzero(mask).flatten().tolist():
+                w[self.layers[i].start:self.layers[i].stop] = float(self.Q.q_en)
+        return _fused_distance(pred, target, w)
 
 
 def _agic_weights(layers: Sequence[Layer]) -> Tensor:
@@ -528,12 +577,8 @@ def awa_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Ten
 def _awa_run(model: FLModel, pb: _Problem, image_shape: Sequence[int], Q: AWAWeights, *, attack_lr: float,
              iterations: int, seed: int, report: Callable[[int, float], bool] | None = None, report_every: int = 0,
              callback: Callable[[int, Tensor], None] | None = None) -> tuple[Reconstruction, int]:
-    layers = model_layers(model)
-
-    def loss_fn(pred: Tensor, target: Tensor) -> Tensor:
-        return weighted_distance(pred, target, layers, layer_weights(pred.detach(), target, layers, Q))
-
-    rec, done = _run(model, pb.start, pb.target, pb.labels, image_shape, loss_fn=loss_fn, lr=pb.lr,
+    rec, done = _run(model, pb.start, pb.target, pb.labels, image_shape,
+                     loss_fn=_WeightedLoss(model_layers(model), pb.target, Q), lr=pb.lr,
                      batches=pb.batches, epochs=pb.epochs, attack_lr=attack_lr, iterations=iterations, seed=seed,
                      report=report, report_every=report_every, callback=callback)
     rec.settings = dict(method="AWA", Q=Q.as_dict(), approximate=pb.approximate, epoch=pb.epoch, lr=pb.lr,
