@@ -47,19 +47,21 @@ def test_dp_replay_without_noise_is_clipped_gradient_descent(monkeypatch):
 
 
 def test_dp_replay_matches_opacus_in_distribution():
-    """Mean and spread of one round's update, replay vs Opacus, over 60 independent rounds each:
+    """Mean and spread of one round's update (E = 2), replay vs Opacus, over 60 independent rounds each:
     every coordinate's mean difference within 5 standard errors (d = 4 coordinates), and the
     per-coordinate standard deviations within a factor 1.5 (the ratio of two 60-sample standard
     deviations of one Gaussian stays in [0.67, 1.5] with probability > 0.998)."""
     data = _client(n=60)
     model = linear_regression(3)
-    dp = DPLocalSGD(lr=0.05, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5, total_rounds=5, batch_size=8)
+    dp = DPLocalSGD(lr=0.05, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5, total_rounds=5, epochs=2,
+                    batch_size=8)
+    planned = dp.planned_noise_multiplier(data)  # before any training: Opacus's own choice, recomputed
     theta = model.init_params(0)
     n = 60
     opa = torch.stack([dp(model, theta, data, generator(i)) for i in range(n)]).double()
     sim = torch.stack([dp_sgd_many(LinearStack(model), theta.unsqueeze(0), data, dp, generator(10_000 + i))[0]
                        for i in range(n)]).double()
-    assert dp.noise_multiplier(data) == dp.planned_noise_multiplier(data)
+    assert dp.noise_multiplier(data) == planned
     se = (opa.var(0) / n + sim.var(0) / n).sqrt()
     assert ((opa.mean(0) - sim.mean(0)).abs() <= 5 * se).all()
     ratio = sim.std(0) / opa.std(0)
@@ -124,10 +126,19 @@ def test_controls_first_row_is_table3s_pipeline(monkeypatch):
     clip = part3_table3_controls.PAPER_PRIVACY["clip"]
     base = part3_table3.run_table3(task, s, 0, clip, log=None)
     row = ctl["adam"]["active-2"]
+    assert base["details"]["active-2/adam"]["lr"] == row["sgd replay, all clients"]["lr"]
     assert base["rows"]["active-2/Ours"] == row["sgd replay, all clients"]["iterate"]
     assert base["details"]["active-2/adam"]["returned_acc"] == row["sgd replay, all clients"]["returned"]
     per = part3_table3.run_table3(task, replace(s, adam_replay="local", adam_per_client=True), 0, clip, log=None)
+    assert per["details"]["active-2/adam"]["lr"] == row["dp replay, per client"]["lr"]
     assert per["rows"]["active-2/Ours"] == row["dp replay, per client"]["iterate"]
     assert ctl["privacy"]["scripts"]["delta"] == 1e-6 and ctl["privacy"]["scripts"]["clip"] == 5e5
     with pytest.raises(ValueError, match="adam_replay"):
         part3_pipeline.run_pipeline(task, replace(s, adam_replay="dp"), 0)
+
+
+def test_table3_tunes_per_client_with_the_dp_trainer_and_table1_does_not():
+    t3, t1 = part3_table3.table3_settings("Medical"), part3_table1.settings("Medical")
+    assert (t3.adam_replay, t3.adam_per_client) == ("local", True)
+    assert (t1.adam_replay, t1.adam_per_client) == ("sgd", False)
+    assert replace(t3, adam_replay="sgd", adam_per_client=False) == t1

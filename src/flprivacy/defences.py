@@ -161,7 +161,7 @@ class DPLocalSGD:
 
         return float(get_noise_multiplier(target_epsilon=self.target_epsilon, target_delta=self.target_delta,
                                           sample_rate=1 / self.steps_per_epoch(data),
-                                          epochs=self.total_rounds * self.epochs, accountant=self.accountant))
+                                          epochs=self.epochs * self.total_rounds, accountant=self.accountant))
 
     def epsilons(self, clients: list[ClientData]) -> list[float]:
         """ε spent by each client so far, as Opacus's accountant reports it at ``target_delta``

@@ -21,7 +21,7 @@ F3 = "src/flprivacy/experiments/part3_fig3.py"
 CEN = "src/flprivacy/data/census.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_part3_dp.py"]
+         "tests/test_part3_dp.py", "tests/test_part3_dp_replay.py"]
 
 MUTANTS = [
     # ---- DP-SGD through Opacus (App. C.4) ------------------------------------------------------------
@@ -63,4 +63,16 @@ MUTANTS = [
            "T = ⌈100/E⌉ (ceiling)"),
     Mutant("batch_lr_not_rescaled", F3, "lr=B5_LEARNING_RATES[int(value)] * lr_scale", "lr=b.lr",
            "App. B.5: each batch size has its own learning rate"),
+    # ---- Table 3: Adam tuned per client with the DP trainer in the loop (App. B.5) --------------------
+    Mutant("pipeline_replays_sgd_always", PIPE, 'replay = sgd if s.adam_replay == "sgd" else local', "replay = sgd",
+           "adam_replay='local' must replay the clients' own (DP) update"),
+    Mutant("pipeline_ignores_per_client", PIPE, "        if s.adam_per_client:", "        if False:",
+           "adam_per_client: one Optuna study per client"),
+    Mutant("pipeline_returned_is_iterate", PIPE, "returned = [last_returned(arun.log, c) for c in range(C)]",
+           "returned = estimates[r]", "returned_acc scores the clients' replies, not Alg. 4's iterate"),
+    Mutant("table3_default_sgd_replay", T3, 'return replace(settings(task), adam_replay="local", adam_per_client=True)',
+           'return replace(settings(task), adam_replay="sgd", adam_per_client=True)', "Table 3 tunes with the DP trainer"),
+    Mutant("controls_scripts_delta", "src/flprivacy/experiments/part3_table3_controls.py",
+           'SCRIPTS_PRIVACY = {"delta": 1e-6, "clip": 5e5}', 'SCRIPTS_PRIVACY = {"delta": 1e-5, "clip": 5e5}',
+           "the authors' Medical scripts use δ = 1e-6"),
 ]

@@ -15,9 +15,11 @@ import sys
 from tools.mutation import Mutant
 
 DEF = "src/flprivacy/defences.py"
+ACT = "src/flprivacy/attacks/active.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_dp_wiring.py", "tests/test_part3_dp.py", "-k", "not pipeline and not fig3 and not tables_share"]
+         "tests/test_dp_wiring.py", "tests/test_part3_dp.py", "tests/test_part3_dp_replay.py",
+         "-k", "not pipeline and not fig3 and not tables_share and not controls"]
 
 MUTANTS = [
     Mutant("loss_summed", DEF, "model._loss(module(xb), model._as_targets(yb, xb)).mean().backward()",
@@ -44,4 +46,25 @@ MUTANTS = [
            "later rounds use half the σ the budget needs"),
     Mutant("batch_is_whole_data", DEF, "loader = DataLoader(dataset, batch_size=min(self.batch_size, data.n), generator=generator)",
            "loader = DataLoader(dataset, batch_size=data.n, generator=generator)", "q = 1 instead of B/S_c"),
+    # ---- the adversary's DP-SGD replay (dp_sgd_many) and Adam tuned with it ---------------------------
+    Mutant("replay_divides_by_rows", DEF, "q, batch = 1.0 / K, int(n * (1.0 / K))", "q, batch = 1.0 / K, n",
+           "Opacus divides the noisy sum by the expected batch size ⌊S_c q⌋, not by S_c"),
+    Mutant("replay_no_clipping", DEF, "factor = (C / (sq.sqrt() + 1e-6)).clamp(max=1.0).unsqueeze(-1)",
+           "factor = torch.ones_like(sq).unsqueeze(-1)", "per-sample gradients not clipped to C"),
+    Mutant("replay_norm_without_bias", DEF, "((a * a).sum(-1) + (1.0 if layer.b is not None else 0.0))",
+           "((a * a).sum(-1) + 0.0)", "the flat per-sample norm forgets the biases' gradients"),
+    Mutant("replay_noise_without_C", DEF, "* (sigma * C)", "* sigma", "the noise's standard deviation is σC"),
+    Mutant("replay_one_epoch", DEF, "for _ in range(dp.epochs * K):", "for _ in range(K):", "E local epochs replayed once"),
+    Mutant("planned_sigma_one_round", DEF, "epochs=self.epochs * self.total_rounds, accountant=self.accountant))",
+           "epochs=self.epochs, accountant=self.accountant))", "σ planned for one round, not the whole training"),
+    Mutant("planned_sigma_rate", DEF, "sample_rate=1 / self.steps_per_epoch(data),", "sample_rate=self.batch_size / data.n,",
+           "Opacus's rate is 1/⌈S_c/B⌉, not B/S_c"),
+    Mutant("adam_same_for_all_clients", ACT, "lr, betas = self.per_client.get(client, (self.lr, self.betas))",
+           "lr, betas = self.lr, self.betas", "App. B.5: each client's own Adam hyper-parameters"),
+    Mutant("per_client_study_same_seed", ACT, "                                seed=child_seed(seed, c)) for c in range(len(clients))}",
+           "                                seed=seed) for c in range(len(clients))}", "each client's study has its own seed stream"),
+    Mutant("simulation_ignores_dp", ACT, "        if isinstance(local, DPLocalSGD):", "        if False:",
+           "the replay of DP clients runs plain SGD"),
+    Mutant("simulation_replies_are_iterates", ACT, "return (list(st.theta), list(returned)) if replies else list(st.theta)",
+           "return (list(st.theta), list(st.theta)) if replies else list(st.theta)", "the replies are the clients' models"),
 ]
