@@ -412,3 +412,62 @@ def test_song_ledger_rows():
         assert live[rid].status == "reproduced", (rid, live[rid].reason)
     assert {r.status for r in rows if r.result_id.startswith("Song Table III")} == {"not covered"}
     assert awa.TABLE_II == song.TABLE_II and awa.AWAWeights(**song.TABLE_III["case 1"]).q_en == 946.44
+
+
+# ---- the diagnostics at the paper's model (experiments.awa_diagnostics) --------------------------------------
+def test_diagnostics_baselines_are_the_library_attacks():
+    """The diagnostics' baseline rows are dlg_attack and awa_attack step for step: same images and
+    objective to float64 rounding; the variants change one thing each."""
+    from flprivacy.config import child_seed
+    from flprivacy.experiments import awa_diagnostics as diag
+    from flprivacy.ledger.song import TABLE_III
+
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    seed = 5
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=1, batches=1, seed=child_seed(seed, 2))
+    kw = dict(labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, iterations=4, seed=child_seed(seed, 3))
+    base = {v.name: v for v in diag.variants()}
+    ours = diag.run_variant(base["ours: DLG"], m, th, X, y, iterations=4, seed=seed, lr=0.1)
+    lib = awa.dlg_attack(m, th, thn, **kw)
+    assert torch.allclose(ours["images"], lib.images, rtol=0, atol=1e-12)
+    assert math.isclose(ours["objective"], lib.settings["objective"], rel_tol=1e-9)
+    ours = diag.run_variant(base["ours: AWA"], m, th, X, y, iterations=4, seed=seed, lr=0.1)
+    lib = awa.awa_attack(m, th, thn, Q=awa.AWAWeights(**TABLE_III["case 1"]), **kw)
+    assert torch.allclose(ours["images"], lib.images, rtol=0, atol=1e-12)
+    zhu = diag.run_variant(base["DLG as Zhu et al."], m, th, X, y, iterations=30, seed=seed, lr=0.1)
+    assert zhu["evaluations"] <= 30 and 0 <= zhu["label_accuracy"] <= 1
+    assert all(v.name == "ours: DLG" or v != base["ours: DLG"] for v in diag.variants())
+
+
+def test_global_ssim_is_the_papers_formula():
+    """Song §5.1's SSIM with one window: 1 for identical images; by hand on a 2-pixel image."""
+    from flprivacy.experiments.awa_diagnostics import global_ssim
+
+    x = torch.rand(2, 3, 5, 5, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(global_ssim(x, x), torch.ones(2, dtype=torch.float64), atol=1e-12)
+    a = torch.tensor([0.2, 0.6]).view(1, 1, 1, 2)
+    b = torch.tensor([0.4, 0.4]).view(1, 1, 1, 2)
+    c1, c2 = 0.01 ** 2, 0.03 ** 2  # μ_a = 0.4, μ_b = 0.4, σ_a² = 0.04, σ_b² = 0, σ_ab = 0
+    by_hand = (2 * 0.16 + c1) * c2 / ((0.32 + c1) * (0.04 + c2))
+    assert math.isclose(float(global_ssim(a, b)), by_hand, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        global_ssim(a, b[..., :1])
+
+
+def test_eval_batchnorm_is_a_fresh_models_eval_mode():
+    from flprivacy.experiments.awa_diagnostics import _EvalBatchNorm, make_model
+
+    bn = nn.BatchNorm2d(4)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 2)
+        bn.bias.uniform_(-1, 1)
+    ours = _EvalBatchNorm(4)
+    ours.load_state_dict({"weight": bn.weight.detach(), "bias": bn.bias.detach()})
+    x = torch.randn(3, 4, 5, 5) * 3 + 1
+    assert torch.allclose(ours(x), bn.eval()(x), atol=1e-6)
+    m = make_model("resnet18-bn-eval")
+    assert m.dim == resnet18().dim  # same θ: BatchNorm's γ, β stay parameters
+    assert {l.kind for l in awa.model_layers(m)} == {"cv", "bn", "fc"}
+    with pytest.raises(ValueError, match="unknown model"):
+        make_model("vgg")

@@ -346,8 +346,10 @@ def small_cnn(in_channels: int = 3, n_classes: int = 10, image_size: int = 32, w
 class _BasicBlock(nn.Module):
     """ResNet basic block (He et al. 2016): two 3x3 conv + BN, identity or 1x1 conv + BN shortcut."""
 
-    def __init__(self, cin: int, cout: int, stride: int, dtype: torch.dtype):
+    def __init__(self, cin: int, cout: int, stride: int, dtype: torch.dtype,
+                 act: Callable[[Tensor], Tensor] = F.relu):
         super().__init__()
+        self.act = act
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False, dtype=dtype)
         self.bn1 = _bn(cout, dtype)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False, dtype=dtype)
@@ -357,29 +359,32 @@ class _BasicBlock(nn.Module):
             self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False, dtype=dtype), _bn(cout, dtype))
 
     def forward(self, x: Tensor) -> Tensor:
-        out = F.relu(self.bn1(self.conv1(x)))
-        return F.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+        out = self.act(self.bn1(self.conv1(x)))
+        return self.act(self.bn2(self.conv2(out)) + self.shortcut(x))
 
 
 class ResNet18(nn.Module):
     """ResNet-18 for 32x32 inputs (the CIFAR variant: 3x3 stem, no max-pooling; He et al. 2016),
     the model of Song et al. 2025 (§5): 20 convolutions, 20 BatchNorm layers, 1 dense layer,
-    about 11.2 million parameters."""
+    about 11.2 million parameters. ``activation`` replaces ReLU (e.g. ``torch.sigmoid``, as in
+    the ResNet of Zhu et al.'s DLG code)."""
 
-    def __init__(self, in_channels: int = 3, n_classes: int = 10, dtype: torch.dtype = torch.float32):
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, dtype: torch.dtype = torch.float32,
+                 activation: Callable[[Tensor], Tensor] = F.relu):
         super().__init__()
         self.image_size = 32
+        self.act = activation
         self.conv1 = nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False, dtype=dtype)
         self.bn1 = _bn(64, dtype)
         blocks, cin = [], 64
         for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            blocks += [_BasicBlock(cin, cout, stride, dtype), _BasicBlock(cout, cout, 1, dtype)]
+            blocks += [_BasicBlock(cin, cout, stride, dtype, activation), _BasicBlock(cout, cout, 1, dtype, activation)]
             cin = cout
         self.layers = nn.Sequential(*blocks)
         self.fc = nn.Linear(512, n_classes, dtype=dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        out = self.layers(F.relu(self.bn1(self.conv1(x))))
+        out = self.layers(self.act(self.bn1(self.conv1(x))))
         return self.fc(F.adaptive_avg_pool2d(out, 1).flatten(1))
 
 
