@@ -16,6 +16,7 @@ from tools.mutation import Mutant
 AWA = "src/flprivacy/attacks/awa.py"
 MOD = "src/flprivacy/models.py"
 SONG = "src/flprivacy/ledger/song.py"
+DIAG = "src/flprivacy/experiments/awa_diagnostics.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_awa.py"]
@@ -69,12 +70,26 @@ MUTANTS = [
     Mutant("enhanced_multiplies", AWA, "w[mask] = float(Q.q_en)", "w[mask] = w[mask] * float(Q.q_en)",
            "eq. 27: q^(l) is SET to q_en"),
     # ---- eq. 23 and eq. 33 --------------------------------------------------------------------------
-    Mutant("weighted_not_squared", AWA,
-           "sq = torch.stack([((pred[l.start:l.stop] - target[l.start:l.stop]) ** 2).sum() for l in layers])",
-           "sq = torch.stack([(pred[l.start:l.stop] - target[l.start:l.stop]).norm() for l in layers])",
-           "eq. 23: squared norm per layer"),
-    Mutant("weights_sqrt", AWA, "return (weights.to(sq.dtype) * sq).sum()", "return (weights.to(sq.dtype).sqrt() * sq).sum()",
+    Mutant("weighted_not_squared", AWA, "    return (w * diff * diff).sum()", "    return (w * diff.abs()).sum()",
+           "eq. 23: squared differences"),
+    Mutant("weights_sqrt", AWA, "    return (w * diff * diff).sum()", "    return (w.sqrt() * diff * diff).sum()",
            "eq. 23: q^(l) multiplies the squared norm"),
+    Mutant("per_parameter_shifted", AWA, "        out[l.start:l.stop] = w", "        out[l.start:l.stop + 1] = w",
+           "eq. 23: each layer's weight covers exactly its own parameters"),
+    Mutant("fused_no_enhancement", AWA, "        if bool(mask.any()):", "        if False:",
+           "eq. 27: the attack's loss sets q_en on the enhanced layers"),
+    Mutant("fused_enhances_wrong_layer", AWA,
+           "                w[self.layers[i].start:self.layers[i].stop] = float(self.Q.q_en)",
+           "                w[self.layers[i - 1].start:self.layers[i - 1].stop] = float(self.Q.q_en)",
+           "eq. 27: q_en on the layers of 𝒫"),
+    Mutant("fused_stats_of_pred_for_target", AWA,
+           "        self.target_stats = _layer_stats(target.detach().double(), layers)",
+           "        self.target_stats = _layer_stats(target.detach().double() * 2, layers)",
+           "eq. 25-26: errors relative to the target's own statistics"),
+    Mutant("fused_linear_weights_swapped", AWA,
+           "        self.base = _per_parameter(linear_weights(layers, Q.q_cv, Q.q_bn, Q.q_fc)",
+           "        self.base = _per_parameter(linear_weights(layers, Q.q_bn, Q.q_cv, Q.q_fc)",
+           "eq. 24: q_cv for convolutions, q_bn for BatchNorm"),
     Mutant("objective_weighted", AWA, "return float(update_distance(pred, target, \"l2\"))",
            "return float(update_distance(pred, target, \"cosine\"))", "eq. 33: squared Euclidean norm"),
     # ---- baselines ----------------------------------------------------------------------------------
@@ -106,6 +121,17 @@ MUTANTS = [
            'method="DLG", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,\n                        iterations=iterations, iterations_run=done, seed=seed,\n                        objective=_objective(model, pb.start, pb.target, rec.images,',
            'method="DLG", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,\n                        iterations=iterations, iterations_run=done, seed=seed,\n                        objective=_objective(model, pb.start, pb.target, rec.images * 0.5,',
            "DLG's eq. 33 is scored on its own reconstruction"),
+    # ---- the diagnostics (experiments.awa_diagnostics) ----------------------------------------------
+    Mutant("global_ssim_std_not_var", DIAG, "va, vb = a.var(-1, unbiased=False), b.var(-1, unbiased=False)",
+           "va, vb = a.std(-1, unbiased=False), b.std(-1, unbiased=False)", "Song §5.1 SSIM: variances σ²"),
+    Mutant("global_ssim_c2", DIAG, "c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2",
+           "c1, c2 = (0.01 * data_range) ** 2, (0.3 * data_range) ** 2", "SSIM: c2 = (k2 H)², k2 = 0.03"),
+    Mutant("eval_bn_batch_stats", DIAG, "training=False, eps=self.eps)", "training=True, eps=self.eps)",
+           "the BatchNorm ablation uses fixed statistics"),
+    Mutant("diag_wrong_dummy_seed", DIAG, "    gen = generator(child_seed(seed, 3))", "    gen = generator(child_seed(seed, 4))",
+           "the baseline rows start from the library attack's dummy"),
+    Mutant("diag_no_clamp", DIAG, "            if v.clamp:", "            if False:",
+           "the baseline clamps to [0, 1] as the library does"),
     # ---- BatchNorm ----------------------------------------------------------------------------------
     Mutant("bn_running_stats", MOD, "return nn.BatchNorm2d(channels, track_running_stats=False, dtype=dtype)",
            "return nn.BatchNorm2d(channels, dtype=dtype)", "FLModel: BatchNorm with batch statistics only"),
