@@ -374,6 +374,8 @@ def test_fig7_verdict_reads_the_papers_claim():
     assert W.fig7_verdict(0.4, 0.3).status == "reproduced"  # 25%: inside 20-30%
     assert W.fig7_verdict(0.4, 0.32).status == "reproduced"  # 20%: the range's edge
     assert W.fig7_verdict(0.4, 0.2).status == "partly"  # 50%: the direction, not the size
+    assert W.fig7_verdict(0.4, 0.268).status == "partly"  # 33%: just above the range
+    assert W.fig7_verdict(0.4, 0.332).status == "partly"  # 17%: just below it
     assert W.fig7_verdict(0.4, 0.45).status == "not reproduced"  # worse
 
 
