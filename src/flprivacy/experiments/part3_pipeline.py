@@ -92,13 +92,19 @@ def weighted(values: Sequence[float | torch.Tensor], sizes: Sequence[int]):
     return sum(v * float(wi) for v, wi in zip(values, w)) / float(w.sum())
 
 
+def per_client_accuracy(model: FLModel, thetas: Sequence[torch.Tensor], clients: Sequence[ClientData],
+                        att: SensitiveAttribute) -> list[float]:
+    """The model-based AIA (eq. 3) of client c on ``thetas[c]``: each client's accuracy (fraction
+    of her samples)."""
+    return [float((candidate_losses(model, th, c.X, c.y, att).argmin(0) == att.true_index(c.X)).double().mean())
+            for th, c in zip(thetas, clients)]
+
+
 def model_based_accuracy(model: FLModel, thetas: Sequence[torch.Tensor], clients: Sequence[ClientData],
                          att: SensitiveAttribute) -> float:
     """The model-based AIA (eq. 3) of client c on ``thetas[c]``, accuracy (%) over all clients'
     samples."""
-    accs = [float((candidate_losses(model, th, c.X, c.y, att).argmin(0) == att.true_index(c.X)).double().mean())
-            for th, c in zip(thetas, clients)]
-    return 100 * weighted(accs, [c.n for c in clients])
+    return 100 * weighted(per_client_accuracy(model, thetas, clients, att), [c.n for c in clients])
 
 
 def federate(model: FLModel, clients: Sequence[ClientData], rounds: int, active: int, local: LocalTrainer,
@@ -142,7 +148,8 @@ def grad_rows(results: list[GradientAIAResult], truths: list[torch.Tensor], size
     k_cos = int(torch.nan_to_num(cos, nan=-2).argmax())
     k_acc = int(acc.argmax())
     sets = results[0].round_sets
-    pick = lambda k: {"round_set_size": len(sets[allowed[k // L]]), "lr": results[0].learning_rates[k % L]}  # noqa: E731
+    pick = lambda k: {"round_set_size": len(sets[allowed[k // L]]), "lr": results[0].learning_rates[k % L],  # noqa: E731
+                      "per_client": [100 * float(r.accuracy(t)[allowed].flatten()[k]) for r, t in zip(results, truths)]}
     return 100 * float(acc.flatten()[k_cos]), 100 * float(acc.flatten()[k_acc]), {
         "Grad": pick(k_cos) | {"cosine": float(cos.flatten()[k_cos])}, "Grad-w-O": pick(k_acc)}
 
@@ -152,7 +159,7 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
                  log: Callable[[str], None] | None = None, model: FLModel | None = None,
                  local: LocalTrainer | None = None,
                  passive_estimator: Callable[[MessageLog, int, int], torch.Tensor] | None = None,
-                 after_training: Callable[[FLRun], dict] | None = None) -> dict:
+                 after_training: Callable[[FLRun], dict] | None = None, grad: bool = True) -> dict:
     """All rows of Tables 1-3 for one task and one seed.
 
     ``model`` replaces the MLP (e.g. :func:`flprivacy.linear_regression` for least squares,
@@ -169,7 +176,9 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     with rows ``passive/Grad``, ``passive/Grad-w-O``, ``passive/Ours``, ``active-<r>/...`` for
     every number r of active rounds, and ``Model-w-O``; ``details["active-<r>/adam"]`` also holds
     the accuracy on the models the clients returned in the last attack round (``returned_acc``,
-    what the authors' code scores) beside Alg. 4's estimate (the row).
+    what the authors' code scores) beside Alg. 4's estimate (the row); ``details["per_client"]``
+    every client's accuracy (%) in the Ours and Model-w-O rows, with ``sizes`` (Fig. 4). With
+    ``grad=False`` the gradient-based rows (most of the cost on large tasks) are skipped.
     """
     if s.adam_replay not in ("sgd", "local"):
         raise ValueError(f"run_pipeline: adam_replay must be 'sgd' or 'local'; got {s.adam_replay!r}.")
@@ -200,7 +209,14 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     details: dict = {} if after_training is None else {"after_training": after_training(run)}
     last = [last_returned(run.log, c, before=T) for c in range(C)]
     passive_models = last if passive_estimator is None else [passive_estimator(run.log, c, T) for c in range(C)]
-    rows["passive/Ours"] = model_based_accuracy(model, passive_models, clients, att)
+    per_client: dict[str, list] = {"sizes": list(sizes)}
+
+    def ours(row: str, thetas: Sequence[torch.Tensor]) -> None:
+        accs = per_client_accuracy(model, thetas, clients, att)
+        rows[row] = 100 * weighted(accs, sizes)
+        per_client[row] = [100 * a for a in accs]
+
+    ours("passive/Ours", passive_models)
     details |= {"global_model_acc": model_based_accuracy(model, [run.log.global_models[T]] * C, clients, att),
                 "train_loss_last_returned": weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(last, clients)], sizes)}
     tick("model-based passive")
@@ -209,20 +225,22 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     act_rounds = list(range(T, T + A))
     per_r = {r: first_rounds_sets(act_rounds[:r]) for r in s.active_rounds}
     act_sets = sorted({rs for sets in per_r.values() for rs in sets}, key=len)
-    merged, n_passive = gradient_aia_all(model, run.log, clients, att, T, act_sets, seed,
-                                         learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
-                                         patience=s.grad_patience, tolerance=s.grad_tolerance, progress=progress)
-    tick("gradient-based AIA")
-    rows["passive/Grad"], rows["passive/Grad-w-O"], details["passive/grad_choice"] = grad_rows(
-        merged, truths, sizes, list(range(n_passive)))
+    if grad:
+        merged, n_passive = gradient_aia_all(model, run.log, clients, att, T, act_sets, seed,
+                                             learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
+                                             patience=s.grad_patience, tolerance=s.grad_tolerance, progress=progress)
+        tick("gradient-based AIA")
+        rows["passive/Grad"], rows["passive/Grad-w-O"], details["passive/grad_choice"] = grad_rows(
+            merged, truths, sizes, list(range(n_passive)))
 
     # 3. active: Alg. 4 (Adam tuned with Optuna), and the baseline with the attack rounds' sets
     theta_T = run.log.global_models[T]
     estimates = {}
     for r in s.active_rounds:
-        allowed = list(range(n_passive)) + [n_passive + act_sets.index(rs) for rs in per_r[r]]
-        g, go, details[f"active-{r}/grad_choice"] = grad_rows(merged, truths, sizes, allowed)
-        rows[f"active-{r}/Grad"], rows[f"active-{r}/Grad-w-O"] = g, go
+        if grad:
+            allowed = list(range(n_passive)) + [n_passive + act_sets.index(rs) for rs in per_r[r]]
+            g, go, details[f"active-{r}/grad_choice"] = grad_rows(merged, truths, sizes, allowed)
+            rows[f"active-{r}/Grad"], rows[f"active-{r}/Grad-w-O"] = g, go
         tk = dict(n_trials=s.adam_trials, batch=s.adam_batch, seed=child_seed(seed, 13, r))
         if s.adam_per_client:
             tunes = tune_adam_active_per_client(model, clients, last, replay, r, **tk)
@@ -239,7 +257,7 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
                           adversary=adv)
         est = adv.estimates(arun.log)
         estimates[r] = [est[c] for c in range(C)]
-        rows[f"active-{r}/Ours"] = model_based_accuracy(model, estimates[r], clients, att)
+        ours(f"active-{r}/Ours", estimates[r])
         returned = [last_returned(arun.log, c) for c in range(C)]
         details[f"active-{r}/adam"] = adam | {"returned_acc": model_based_accuracy(model, returned, clients, att)}
         tick("active attack (Alg. 4)")
@@ -248,7 +266,8 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     opt = [o.theta for o in optimal_local_models(model, [(c.X, c.y) for c in clients],
                                                  [torch.stack([last[c], estimates[A][c]]) for c in range(C)],
                                                  max_steps=s.model_wo_steps)]
-    rows["Model-w-O"] = model_based_accuracy(model, opt, clients, att)
+    ours("Model-w-O", opt)
+    details["per_client"] = per_client
     details["train_loss_model_wo"] = weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(opt, clients)], sizes)
     tick("Model-w-O (Adam to convergence)")
     return {"rows": rows, "timings": timings, "details": details}
