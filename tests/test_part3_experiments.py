@@ -45,3 +45,48 @@ def test_fig1_point(task):
     assert set(res) == {"Grad (passive)", "Grad (active)", "model-based, global model",
                         "model-based, optimal local model"}
     assert all(0 <= v <= 100 for v in res.values())
+
+
+def test_spearman_matches_pandas_with_ties():
+    import pandas as pd
+
+    from flprivacy.experiments import part3_fig4
+
+    x, y = [3, 1, 4, 1, 5, 9, 2, 6], [2.0, 7.0, 1.0, 8.0, 2.0, 8.0, 1.0, 8.0]
+    assert part3_fig4.spearman(x, y) == pytest.approx(pd.Series(x).corr(pd.Series(y), method="spearman"), abs=1e-12)
+
+
+def test_fig4_keeps_every_clients_accuracy_and_its_trend():
+    from flprivacy.experiments import part3_fig4
+
+    task = income_l_task(0.4, n_synthetic=800, seed=0)
+    s = replace(part3_table1.QUICK_SETTINGS["Income-L"], rounds=4, active_rounds=(3,), adam_trials=2, adam_batch=2,
+                grad_learning_rates=(1e3,), grad_iterations=3, model_wo_steps=20, hidden=16)
+    out = part3_pipeline.run_pipeline(task, s, seed=0)
+    pc = out["details"]["per_client"]
+    assert pc["sizes"] == task.sizes
+    for row in ("passive/Ours", "active-3/Ours", "Model-w-O"):  # the row is the size-weighted mean of the clients
+        assert out["rows"][row] == pytest.approx(sum(a * n for a, n in zip(pc[row], pc["sizes"])) / sum(pc["sizes"]))
+    g = out["details"]["passive/grad_choice"]["Grad"]["per_client"]
+    assert out["rows"]["passive/Grad"] == pytest.approx(sum(a * n for a, n in zip(g, pc["sizes"])) / sum(pc["sizes"]))
+    lean = part3_pipeline.run_pipeline(task, s, seed=0, grad=False)
+    assert not any("Grad" in r for r in lean["rows"])
+    assert all(lean["rows"][r] == out["rows"][r] for r in lean["rows"])  # the same run, Grad left out
+    tr = part3_fig4.trend([{"per_client": pc}, {"per_client": pc}])
+    m = len(pc["sizes"])
+    assert tr["level"] == pytest.approx(-3 / (2 * (m - 1)) ** 0.5)
+    assert tr["Model-w-O"]["mean_rho"] == pytest.approx(part3_fig4.spearman(pc["sizes"], pc["Model-w-O"]))
+
+
+def test_fig4_ledger_row_needs_a_negative_rho_beyond_the_no_relation_level():
+    from flprivacy.ledger.diana_aia import fig4_row
+
+    def rec(rho):
+        return {"name": "part3_fig4_synthetic", "scale": "paper", "data": {"trend": {
+            "level": -0.25, "clients": 51, "seeds": 3, "active-50/Ours": {"rho": [rho] * 3, "mean_rho": rho},
+            "Model-w-O": {"rho": [-0.9] * 3, "mean_rho": -0.9}}}}
+
+    assert fig4_row(rec(-0.3), "part3/sensitivity", "synthetic stand-in").status == "reproduced"
+    assert fig4_row(rec(-0.2), "part3/sensitivity", "synthetic stand-in").status == "not reproduced"  # within the noise
+    assert fig4_row(rec(0.3), "part3/sensitivity", "synthetic stand-in").status == "not reproduced"
+    assert fig4_row(None, "part3/sensitivity", "synthetic stand-in").status == "not run"

@@ -298,12 +298,29 @@ def _fig3_rows() -> list[Row]:
                        ours=" → ".join(f"{s[k]:.1f}" for k in keys),
                        verdict=trend(rounds, [s[k] for k in keys], expected=1, margin=1.0, what="active Ours over rounds"),
                        chapter=chapter, data=data, record=rec))
-    out.append(row(paper=PAPER, result_id="Diana Fig. 4: smaller clients leak more (Income-A, active 50)",
-                   claim="\"smaller datasets are more vulnerable\"", paper_value="accuracy falls with |D_c|", ours="",
-                   verdict=not_run("measured live at quick scale in the chapter (mean Spearman rho against its "
-                                   "no-relation level); no paper-scale file on 200,000 people yet"),
-                   chapter=chapter, data=data))
+    out.append(fig4_row(record_or_none("part3_fig4_synthetic"), chapter, data))
     return out
+
+
+def fig4_row(rec: dict[str, Any] | None, chapter: str, data: str) -> Row:
+    """Fig. 4, "smaller datasets are more vulnerable", from ``part3_fig4_synthetic``: the mean over
+    seeds of Spearman's ρ(size, accuracy) of active-50 Ours must be negative beyond the
+    no-relation level 3/√(k(m - 1)) (one-sided 0.14 %)."""
+    rid = "Diana Fig. 4: smaller clients leak more (Income-A, active 50)"
+    claim, pv = "\"smaller datasets are more vulnerable\"", "accuracy falls with |D_c|"
+    if rec is None:
+        return row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv, ours="", chapter=chapter, data=data,
+                   verdict=not_run("`FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_fig4 --seeds 0 1 2` "
+                                   "has not been run"))
+    tr = rec["data"]["trend"]
+    key = next(k for k in tr if isinstance(tr[k], dict) and k.startswith("active-") and k.endswith("/Ours"))
+    rho = tr[key]["mean_rho"]
+    v = sign(rho, expected=-1, margin=-tr["level"], what=f"mean Spearman rho(size, {key} accuracy)")
+    if not v.ok:
+        v = Verdict(v.status, f"{v.reason}; {SYNTHETIC_REASON}")
+    return row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv,
+               ours=f"rho = {rho:+.2f} over {tr['clients']} clients ({tr['seeds']} seeds)", verdict=v,
+               chapter=chapter, data=data, record=rec)
 
 
 def rows() -> list[Row]:
