@@ -53,8 +53,8 @@ def test_dp_replay_matches_opacus_in_distribution():
     deviations of one Gaussian stays in [0.67, 1.5] with probability > 0.998)."""
     data = _client(n=60)
     model = linear_regression(3)
-    dp = DPLocalSGD(lr=0.05, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5, total_rounds=5, epochs=2,
-                    batch_size=8)
+    dp = DPLocalSGD(lr=0.05, max_grad_norm=2.0, target_epsilon=1.0, target_delta=1e-5, total_rounds=5, epochs=2,
+                    batch_size=8)  # C ≠ 1, so that σ and σC differ
     planned = dp.planned_noise_multiplier(data)  # before any training: Opacus's own choice, recomputed
     theta = model.init_params(0)
     n = 60
