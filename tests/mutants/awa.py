@@ -74,7 +74,7 @@ MUTANTS = [
            "eq. 23: squared differences"),
     Mutant("weights_sqrt", AWA, "    return (w * diff * diff).sum()", "    return (w.sqrt() * diff * diff).sum()",
            "eq. 23: q^(l) multiplies the squared norm"),
-    Mutant("per_parameter_shifted", AWA, "        out[l.start:l.stop] = w", "        out[l.start:l.stop + 1] = w",
+    Mutant("per_parameter_shifted", AWA, "        out[l.start:l.stop] = w", "        out[l.start + 1:l.stop] = w",
            "eq. 23: each layer's weight covers exactly its own parameters"),
     Mutant("fused_no_enhancement", AWA, "        if bool(mask.any()):", "        if False:",
            "eq. 27: the attack's loss sets q_en on the enhanced layers"),

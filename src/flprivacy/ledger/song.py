@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from . import Row, Verdict, at_least, bound, combine, not_covered, not_run, number, record_or_none, row
+from . import Row, Verdict, at_least, at_most, bound, combine, not_covered, not_run, number, record_or_none, row
 
 PAPER = "Song et al. 2025"
 CHAPTER = "part4/awa"
@@ -280,12 +280,50 @@ def _cost_text(cost: Mapping[str, Any] | None) -> str:
             f"{d['protocol_cpu_hours']:.0f} hours (awa_table4_cost.json); a GPU run is needed")
 
 
+def diagnostic_verdict(case: str, method: str, ssim: float) -> Verdict | None:
+    """The rule for one controlled experiment at the paper's model: its SSIM against Table IV's cell
+    (``number`` with :data:`TOL`); ``None`` where the paper has no cell (DLG in case 4)."""
+    cell = TABLE_IV[case][method]
+    if cell is None:
+        return None
+    return number(cell["ssim"], ssim, tol=TOL["ssim"], what=f"{case} {method} SSIM")
+
+
+def first_above(iterations: list[int], values: list[float], threshold: float) -> int | None:
+    """The first recorded iteration whose value exceeds ``threshold`` (Fig. 4's reading), else None."""
+    return next((it for it, v in zip(iterations, values) if v > threshold), None)
+
+
+def quick_figure_verdicts(runs: Mapping[str, Any], budget: int) -> dict[str, Verdict]:
+    """The rules of Figs. 3-4 and of Q* against Q = 1, on ``awa_table3``'s runs (one per case).
+
+    - Fig. 3: the long attack's final SSIM exceeds the SSIM at the Table IV budget, every case;
+    - Fig. 4: SSIM above :data:`FIG4_SSIM` at or before iteration :data:`FIG4_ITERATIONS`, every case;
+    - Fig. 4 case 4: case 4's final SSIM is the lowest of the four;
+    - Q* against Q = 1: BO's Q* reaches an f(Q) (eq. 33) no larger than Q = 1's, every case.
+    """
+    cases = list(runs)
+    fig3 = sum(runs[c]["long"]["ssim"] > runs[c]["ours"]["ssim"] for c in cases)
+    hits = [first_above(runs[c]["long"]["curve"]["iteration"], runs[c]["long"]["curve"]["ssim"], FIG4_SSIM)
+            for c in cases]
+    fig4 = sum(h is not None and h <= FIG4_ITERATIONS for h in hits)
+    others = min(runs[c]["long"]["ssim"] for c in cases if c != "case 4")
+    beat = sum(runs[c]["ours"]["objective"] <= runs[c]["Q = 1"]["objective"] for c in cases)
+    return {"Fig. 3": bound(fig3, len(cases), what=f"SSIM after the long attack above SSIM at {budget} iterations"),
+            "Fig. 4": bound(fig4, len(cases), what=f"SSIM > {FIG4_SSIM} by iteration {FIG4_ITERATIONS:,}"),
+            "Fig. 4 case 4": at_most(runs["case 4"]["long"]["ssim"], others, what="case 4 final SSIM vs the lowest "
+                                                                                  "of cases 1-3"),
+            "Q* vs 1": bound(beat, len(cases), what="f(Q*) <= f(1)")}
+
+
 def rows() -> list[Row]:
     """One row per numbered result of Song et al. 2025."""
     live = live_propositions()
     quick = record_or_none("awa_table4", "quick")
     paper_file = record_or_none("awa_table4", "paper")
     cost = record_or_none("awa_table4_cost", "paper")
+    t3 = record_or_none("awa_table3", "quick")
+    diag = record_or_none("awa_diagnostics", "fixed")
     cost_text = _cost_text(cost)
     out: list[Row] = []
 
@@ -364,12 +402,31 @@ def rows() -> list[Row]:
     add("Song Fig. 1 BO finds smaller f(Q) with trials", QUOTES["Fig. 1"], "cumulative minimum of f(Q) decreases over "
         "50 trials in all four cases", ours_fig1, not_run(reason_paper_scale), file="awa_table4_quick.json" if quick
         else "", record=quick)
+    t3_runs = t3["data"]["runs"] if t3 and set(t3["data"]["runs"]) == set(TABLE_III) else {}
     for case, Q in TABLE_III.items():
-        add(f"Song Table III {case} Q", QUOTES["Table III"], ", ".join(f"{k} {v:g}" for k, v in Q.items()), "",
+        ours_q = ""
+        if case in t3_runs:
+            r = t3_runs[case]
+            ours_q = (f"ours (quick, small CNN, 16x16; our BO): " + ", ".join(f"{k} {v:.3g}" for k, v in
+                                                                               r["ours"]["Q"].items())
+                      + f"; on our problem at {t3['data']['settings']['iterations']} iterations f(paper Q) = "
+                        f"{r['paper']['objective']:.3g}, f(our Q*) = {r['ours']['objective']:.3g}, f(1) = "
+                        f"{r['Q = 1']['objective']:.3g}")
+        add(f"Song Table III {case} Q", QUOTES["Table III"], ", ".join(f"{k} {v:g}" for k, v in Q.items()), ours_q,
             not_covered("Q* is the minimiser of a stochastic search on the authors' four images, which are not "
                         "published: another image set or seed gives another Q*, so the values are not a "
                         "reproducible number; the book uses them as fixed weights (eq. 24 on ResNet-18) and runs "
-                        "its own search (awa.tune_weights)"))
+                        "its own search (awa.tune_weights)"), file="awa_table3_quick.json" if case in t3_runs else "",
+            record=t3 if case in t3_runs else None)
+    if t3_runs:
+        quick_v = quick_figure_verdicts(t3_runs, t3["data"]["settings"]["iterations"])
+        fs = {c: (r["ours"]["objective"], r["Q = 1"]["objective"]) for c, r in t3_runs.items()}
+        add("Song §4.2 BO's Q* against Q = 1 (quick model)", "Q is selected by Bayesian optimization minimising f(Q) "
+            "(eq. 33) over Table II's box; Q = 1 (DLG's eq. 10) is a point of the box",
+            "f(Q*) <= f(Q) for every Q in the box, Q = 1 included",
+            "ours (quick, small CNN, one image set): " + "; ".join(f"{c}: f(Q*) {a:.3g} vs f(1) {b:.3g}"
+                                                                  for c, (a, b) in fs.items()),
+            quick_v["Q* vs 1"], file="awa_table3_quick.json", record=t3)
 
     # Table IV
     for case, methods in TABLE_IV.items():
@@ -409,6 +466,34 @@ def rows() -> list[Row]:
         not_run(reason_paper_scale))
     add("Song Fig. 4 case 4 marginally below cases 1-3", QUOTES["Fig. 4 case 4"], "case 4 lowest PSNR/SSIM curve",
         "", not_run(reason_paper_scale))
+    if t3_runs:
+        L = t3["data"]["long"]
+        curve_text = "; ".join(
+            f"{c}: SSIM {r['ours']['ssim']:.3f} at {t3['data']['settings']['iterations']}, {r['long']['ssim']:.3f} at "
+            f"{L:,}, first > {FIG4_SSIM} at "
+            + (lambda h: "never" if h is None else f"{h:,}")(first_above(r["long"]["curve"]["iteration"],
+                                                                      r["long"]["curve"]["ssim"], FIG4_SSIM))
+            for c, r in t3_runs.items())
+        for key, rid in (("Fig. 3", "Song Fig. 3 SSIM grows past the Table IV budget (quick model)"),
+                         ("Fig. 4", "Song Fig. 4 SSIM above 0.9 within 1,500 iterations (quick model)"),
+                         ("Fig. 4 case 4", "Song Fig. 4 case 4 marginally below cases 1-3 (quick model)")):
+            add(rid, QUOTES[key], {"Fig. 3": "SSIM(3,000) > SSIM(1,000) in every case",
+                                   "Fig. 4": f"SSIM > {FIG4_SSIM} by iteration {FIG4_ITERATIONS:,} in all four cases",
+                                   "Fig. 4 case 4": "case 4 lowest SSIM curve"}[key],
+                f"ours (quick, small CNN, 16x16, our Q*, one image set): {curve_text}", quick_v[key],
+                file="awa_table3_quick.json", record=t3)
+    if diag is not None:
+        dr = diag["data"]["runs"]
+        res18 = {k: v for k, v in dr.items() if v["model"].startswith("resnet18")}
+        best = {m: max((v["ssim"] for v in res18.values() if v["method"] == m), default=None) for m in ("DLG", "AWA")}
+        verdicts = [diagnostic_verdict("case 1", m, b) for m, b in best.items() if b is not None]
+        if verdicts:
+            add("Song Table IV case 1 at ResNet-18, reduced budget (controlled experiments)", QUOTES["Table IV"],
+                f"case 1 SSIM: DLG {TABLE_IV['case 1']['DLG']['ssim']:g}, AWA {TABLE_IV['case 1']['AWA']['ssim']:g}",
+                f"ResNet-18, 32x32, N = {min(v['n_images'] for v in res18.values())}, "
+                f"{diag['data']['iterations']} iterations, one change at a time: "
+                + "; ".join(f"{k} {v['ssim']:.3f}" for k, v in res18.items()),
+                combine(*verdicts, what="the best variant of each attack"), file="awa_diagnostics.json", record=diag)
     add("Song §1 contribution 3 (architectures, later training stages)", QUOTES["§1 contribution 3"], "claim without "
         "a table", "", not_covered("the paper reports experiments on ResNet-18 at the first round only; the book "
                                    "attacks an untrained model (the first round) as the paper does, and has no "
