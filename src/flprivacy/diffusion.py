@@ -14,6 +14,10 @@ trains itself (:func:`train_ddpm`; the U-Net and the noise schedule come from ``
   model so that its deterministic sample matches the raw reconstruction, with the noise
   predictions treated as constants. :func:`mde`.
 
+For the controlled experiments on Fig. 7, :func:`simulate_raw` makes the raw image an attack would
+return if its only error were Gaussian noise on the dummy (DDRM's own measurement model), and
+:func:`lpips_digits` scores 28x28 digits in LPIPS, the paper's metric.
+
 Weights are stored as ``safetensors`` (no pickle; :func:`load_ddpm` checks the SHA-256 too).
 """
 
