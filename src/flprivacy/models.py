@@ -394,3 +394,51 @@ def resnet18(in_channels: int = 3, n_classes: int = 10) -> FLModel:
     check_int("in_channels", in_channels, "resnet18", minimum=1)
     check_int("n_classes", n_classes, "resnet18", minimum=2)
     return FLModel(ResNet18(in_channels, n_classes), "cross_entropy")
+
+
+def _without_batchnorm(module: nn.Module) -> nn.Module:
+    """``module`` with every BatchNorm layer replaced by the identity, in place (the ResNets of
+    Wilson et al.'s code have no normalisation layers)."""
+    for name, child in list(module.named_children()):
+        if isinstance(child, nn.modules.batchnorm._BatchNorm):
+            setattr(module, name, nn.Identity())
+        else:
+            _without_batchnorm(child)
+    return module
+
+
+class ResNet9(ResNet18):
+    """ResNet-9: :class:`ResNet18` with one basic block per stage instead of two (He et al. 2016's
+    basic-block ResNet with stage depths [1, 1, 1, 1]), the "ResNet9" of Wilson et al. 2025 (Fig. 5,
+    App. H Fig. 22). The paper names only "ResNet (He et al., 2016)"; the stage depths are those of
+    the authors' code (``ResNet9 = ResNet(BasicBlock, [1, 1, 1, 1])``, github.com/ethanowilson/curiousclient,
+    ``networks/resnet.py``). The stem (3x3, stride 1), BatchNorm and the global average pooling are
+    :class:`ResNet18`'s; the authors' code instead has a 7x7 stride-2 stem, no BatchNorm, an 8x8
+    average pooling and a bias-free dense layer. ``batchnorm=False`` removes the BatchNorm layers
+    (identities instead), as in the authors' code.
+
+    Parameters: a stem convolution and BatchNorm, four basic blocks (two 3x3 convolutions and two
+    BatchNorm layers each, a 1x1 convolution and BatchNorm on the shortcut of stages 2-4), one
+    dense layer: 4,903,242 for 3 input channels and 10 classes (4,897,482 without BatchNorm)."""
+
+    def __init__(self, in_channels: int = 3, n_classes: int = 10, dtype: torch.dtype = torch.float32,
+                 activation: Callable[[Tensor], Tensor] = F.relu, batchnorm: bool = True):
+        super().__init__(in_channels, n_classes, dtype, activation)
+        blocks, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            blocks.append(_BasicBlock(cin, cout, stride, dtype, activation))
+            cin = cout
+        self.layers = nn.Sequential(*blocks)  # replaces ResNet-18's two blocks per stage, same place in θ
+        if not batchnorm:
+            _without_batchnorm(self)
+
+
+def resnet9(in_channels: int = 3, n_classes: int = 10, batchnorm: bool = True) -> FLModel:
+    """:class:`ResNet9` with cross-entropy loss (inputs ``(n, C, H, W)``, e.g. 28x28 MNIST or
+    32x32 CIFAR; BatchNorm with batch statistics, see :class:`FLModel`; ``batchnorm=False``: none,
+    as in Wilson et al.'s code)."""
+    check_int("in_channels", in_channels, "resnet9", minimum=1)
+    check_int("n_classes", n_classes, "resnet9", minimum=2)
+    if not isinstance(batchnorm, bool):
+        raise TypeError(f"resnet9: batchnorm must be True or False, got {batchnorm!r}.")
+    return FLModel(ResNet9(in_channels, n_classes, batchnorm=batchnorm), "cross_entropy")
