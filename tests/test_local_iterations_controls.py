@@ -1,0 +1,25 @@
+"""The controlled design of flprivacy.experiments.local_iterations_controls (Wilson et al. App. F)."""
+
+from __future__ import annotations
+
+from flprivacy.experiments import local_iterations_controls as L
+
+
+def test_designs_fix_images_per_client_or_the_total():
+    cases = L.cases([11, 12])
+    assert len(cases) == (3 + 2) * 2 * len(L.RUNS)  # K = 2 of fixed_N is fixed_B's federation, run once
+    for design, c in cases:
+        assert c.fl_lr == 0.03 and c.group == "local_iterations"
+        assert (c.N == 16) if design == "fixed_N" else (c.N == 8 * c.K)
+        assert len(set(c.sizes)) == 1
+    fixed_n = {c.K for d, c in cases if d == "fixed_N"}
+    assert fixed_n == {4, 8}
+    # Lemma 1's factor (K-1)/N: nearly flat at 8 images per client, seven times larger at K = 8 with N fixed
+    assert (8 - 1) / 16 / ((2 - 1) / 16) == 7
+    assert {(d, c.variant, c.tau) for d, c in cases if c.K == 8} >= {("fixed_B", "upper", 8), ("fixed_N", "super", 1)}
+
+
+def test_seeds_start_with_the_factor_chapters_live_seeds():
+    from flprivacy import base_seed, child_seed
+
+    assert L.seeds(3)[:2] == [child_seed(base_seed(), 4, s) for s in range(2)]
