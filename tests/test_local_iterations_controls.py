@@ -14,8 +14,10 @@ def test_designs_fix_images_per_client_or_the_total():
         assert len(set(c.sizes)) == 1
     fixed_n = {c.K for d, c in cases if d == "fixed_N"}
     assert fixed_n == {4, 8}
-    # Lemma 1's factor (K-1)/N: nearly flat at 8 images per client, seven times larger at K = 8 with N fixed
-    assert (8 - 1) / 16 / ((2 - 1) / 16) == 7
+    # Lemma 1's factor (K-1)/N from K = 2 to K = 8: x1.75 at 8 images per client, x7 with N fixed
+    factor = {d: {c.K: (c.K - 1) / c.N for dd, c in cases if dd in (d, "fixed_B") and (dd == d or c.K == 2)}
+              for d in L.DESIGNS}
+    assert factor["fixed_B"][8] / factor["fixed_B"][2] == 1.75 and factor["fixed_N"][8] / factor["fixed_N"][2] == 7
     assert {(d, c.variant, c.tau) for d, c in cases if c.K == 8} >= {("fixed_B", "upper", 8), ("fixed_N", "super", 1)}
 
 
