@@ -154,6 +154,32 @@ def grad_rows(results: list[GradientAIAResult], truths: list[torch.Tensor], size
         "Grad": pick(k_cos) | {"cosine": float(cos.flatten()[k_cos])}, "Grad-w-O": pick(k_acc)}
 
 
+def gradient_table(model: FLModel, log: MessageLog, clients: Sequence[ClientData], att: SensitiveAttribute,
+                   s: AIASettings, seed: int, progress: bool = False) -> tuple[dict[str, float], dict]:
+    """The Grad and Grad-w-O rows of Tables 1-3 from a run of ``s.rounds`` + max(``s.active_rounds``)
+    rounds (:func:`federate`): passive (App. B.5's sets of rounds < T) and, for each number r of
+    active rounds, the passive sets plus the sets of the first r attack rounds. Returns the rows
+    and, per row group, the chosen configuration (``"<group>/grad_choice"``)."""
+    T, A = s.rounds, max(s.active_rounds)
+    sizes = [c.n for c in clients]
+    truths = [att.true_index(c.X) for c in clients]
+    act_rounds = list(range(T, T + A))
+    per_r = {r: first_rounds_sets(act_rounds[:r]) for r in s.active_rounds}
+    act_sets = sorted({rs for sets in per_r.values() for rs in sets}, key=len)
+    merged, n_passive = gradient_aia_all(model, log, clients, att, T, act_sets, seed,
+                                         learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
+                                         patience=s.grad_patience, tolerance=s.grad_tolerance, progress=progress)
+    rows: dict[str, float] = {}
+    details: dict = {}
+    rows["passive/Grad"], rows["passive/Grad-w-O"], details["passive/grad_choice"] = grad_rows(
+        merged, truths, sizes, list(range(n_passive)))
+    for r in s.active_rounds:
+        allowed = list(range(n_passive)) + [n_passive + act_sets.index(rs) for rs in per_r[r]]
+        rows[f"active-{r}/Grad"], rows[f"active-{r}/Grad-w-O"], details[f"active-{r}/grad_choice"] = grad_rows(
+            merged, truths, sizes, allowed)
+    return rows, details
+
+
 # ---- one task, one seed -------------------------------------------------------------------------------
 def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bool = False,
                  log: Callable[[str], None] | None = None, model: FLModel | None = None,
@@ -195,7 +221,6 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
 
     clients, att = task.clients, task.attribute
     C, sizes = len(clients), task.sizes
-    truths = [att.true_index(c.X) for c in clients]
     model = mlp(task.n_features, s.hidden) if model is None else model
     sgd = LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size)
     local = sgd if local is None else local
@@ -222,25 +247,16 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     tick("model-based passive")
 
     # 2. gradient-based AIA, passive and active round sets (App. B.5, for each |T_c^a|)
-    act_rounds = list(range(T, T + A))
-    per_r = {r: first_rounds_sets(act_rounds[:r]) for r in s.active_rounds}
-    act_sets = sorted({rs for sets in per_r.values() for rs in sets}, key=len)
     if grad:
-        merged, n_passive = gradient_aia_all(model, run.log, clients, att, T, act_sets, seed,
-                                             learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
-                                             patience=s.grad_patience, tolerance=s.grad_tolerance, progress=progress)
+        grows, gdetails = gradient_table(model, run.log, clients, att, s, seed, progress=progress)
+        rows |= grows
+        details |= gdetails
         tick("gradient-based AIA")
-        rows["passive/Grad"], rows["passive/Grad-w-O"], details["passive/grad_choice"] = grad_rows(
-            merged, truths, sizes, list(range(n_passive)))
 
-    # 3. active: Alg. 4 (Adam tuned with Optuna), and the baseline with the attack rounds' sets
+    # 3. active: Alg. 4 (Adam tuned with Optuna)
     theta_T = run.log.global_models[T]
     estimates = {}
     for r in s.active_rounds:
-        if grad:
-            allowed = list(range(n_passive)) + [n_passive + act_sets.index(rs) for rs in per_r[r]]
-            g, go, details[f"active-{r}/grad_choice"] = grad_rows(merged, truths, sizes, allowed)
-            rows[f"active-{r}/Grad"], rows[f"active-{r}/Grad-w-O"] = g, go
         tk = dict(n_trials=s.adam_trials, batch=s.adam_batch, seed=child_seed(seed, 13, r))
         if s.adam_per_client:
             tunes = tune_adam_active_per_client(model, clients, last, replay, r, **tk)
@@ -268,6 +284,9 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
                                                  max_steps=s.model_wo_steps)]
     ours("Model-w-O", opt)
     details["per_client"] = per_client
+    order = ["passive/Ours", "passive/Grad", "passive/Grad-w-O",
+             *(f"active-{r}/{a}" for r in s.active_rounds for a in ("Grad", "Grad-w-O", "Ours")), "Model-w-O"]
+    rows = {k: rows[k] for k in order if k in rows}
     details["train_loss_model_wo"] = weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(opt, clients)], sizes)
     tick("Model-w-O (Adam to convergence)")
     return {"rows": rows, "timings": timings, "details": details}
