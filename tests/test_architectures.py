@@ -41,6 +41,8 @@ def test_resnet9_known_total_and_structure():
     bns = [x for x in mod.modules() if isinstance(x, torch.nn.BatchNorm2d)]
     assert len(bns) == 1 + 8 + 3 and all(not b.track_running_stats for b in bns)
     assert not any(isinstance(x, torch.nn.BatchNorm2d) for x in resnet9(batchnorm=False).module.modules())
+    assert [b.conv1.stride for b in mod.layers] == [(1, 1), (2, 2), (2, 2), (2, 2)]  # each new stage halves
+    assert [b.conv1.out_channels for b in mod.layers] == [64, 128, 256, 512]
 
 
 @pytest.mark.parametrize("c,side", [(1, 28), (3, 32)])
@@ -141,8 +143,18 @@ def test_replay_errors_at_one_local_iteration(arch, coupled):
         assert e["replay_error_super"] <= e["rounding_bound"]
 
 
+def test_initial_models():
+    for arch in ("resnet9", "resnet18-nobn"):  # PyTorch's default initialisation, as the authors' code
+        m = pa.attacked_model(arch)
+        assert torch.equal(pa.initial_model(m, arch, 5), m.init_params(5))
+    from flprivacy.attacks.inversion import dlg_init
+    m = pa.attacked_model("lenet5")
+    assert torch.equal(pa.initial_model(m, "lenet5", 5), dlg_init(m, 5))
+
+
 def test_run_point_records_and_images():
-    r = pa.run_point(pa.Point("lenet5", 2, images_per_client=2, tau=1, iterations=3), return_images=True)
+    r = pa.run_point(pa.Point("lenet5", 2, images_per_client=2, tau=2, iterations=3), return_images=True)
+    assert r["replay_error_fedavg"] <= r["rounding_bound"]  # eq. 2 replayed with the clients' τ = 2
     assert r["N"] == 4 and len(r["ssim_per_image"]) == 4 and len(r["lpips_per_image"]) == 4
     truth, rec = pa.shown_images(r)
     assert truth.shape == rec.shape == (2, 1, 28, 28)
