@@ -542,6 +542,77 @@ def _select(G: UpdateMapping, i: int) -> UpdateMapping:
     return sub
 
 
+def _adam_decode(G: UpdateMapping, z0: Tensor, steps: int, lr: float, basis: Tensor | None = None,
+                 checkpoints: Sequence[int] = (), progress: bool = False
+                 ) -> tuple[Tensor, list[Tensor], dict[int, Tensor]]:
+    """Eq. (7) by Adam in normalised units from ``z0`` ``(b, d)``: minimise ||G(z)||² over z, or over
+    z = z0 + U a when ``basis`` U ``(b, d, k)`` is given. Returns the final z, the curve of
+    ||G||² (normalised units) and the iterates after each step count in ``checkpoints``."""
+    a = torch.zeros(z0.shape[0], basis.shape[2], dtype=z0.dtype) if basis is not None else z0.clone()
+    a.requires_grad_(True)
+
+    def point() -> Tensor:
+        return z0 + torch.bmm(basis, a[:, :, None])[:, :, 0] if basis is not None else a
+
+    opt_z = torch.optim.Adam([a], lr=lr)
+    curve, snaps, marks = [], {}, set(checkpoints)
+    if 0 in marks:
+        snaps[0] = z0.detach().clone()
+    for i in tqdm(range(steps), desc="minimise ||G|| (eq. 7)", disable=not progress, leave=False):
+        opt_z.zero_grad()
+        obj = G.normalized(point()[:, None]).pow(2).sum(2)[:, 0]  # (b,) ||G(θ)||², normalised units
+        obj.sum().backward()
+        opt_z.step()
+        curve.append(obj.detach())
+        if i + 1 in marks:
+            snaps[i + 1] = point().detach().clone()
+    return point().detach(), curve, snaps
+
+
+def update_span(messages: Sequence[Messages], rtol: float = 1e-2) -> Tensor:
+    """Orthonormal bases ``(b, d, k)`` of the spans of the observed updates θ^t - θ_c^t, one per
+    message set: the right singular vectors whose singular value is at least ``rtol`` times the
+    largest (k the largest such count over the sets; shorter bases are padded with zero columns,
+    which do not move a decoded point). Used to restrict eq. (7) to the directions the client's
+    updates explored."""
+    if not rtol >= 0:
+        raise ValueError(f"update_span: rtol must be >= 0, got {rtol}.")
+    bases = []
+    for m in messages:
+        s_, r_ = _pairs(m)
+        _, sv, vh = torch.linalg.svd((s_ - r_).to(torch.float64), full_matrices=False)
+        bases.append(vh[sv >= rtol * sv[0]].T)
+    k = max(b_.shape[1] for b_ in bases)
+    return torch.stack([torch.nn.functional.pad(b_, (0, k - b_.shape[1])) for b_ in bases]).to(torch.float32)
+
+
+def decode_mapping(results: Sequence[LearnedMappingResult], *, steps: int, lr: float = 1e-2,
+                   theta_init: Tensor | None = None, basis: Tensor | None = None,
+                   checkpoints: Sequence[int] = ()) -> dict[int, Tensor]:
+    """Eq. (7) again on already fitted maps (the entries of one
+    :func:`learned_mapping_reconstruction_batch` call, in order): Adam on ||G(θ)||² from
+    ``theta_init`` (default each result's ``theta_init``), optionally restricted to θ_init + span
+    ``basis`` (``(b, d, k)``, e.g. :func:`update_span`). Returns the decoded models ``(b, d)`` after
+    each step count in ``checkpoints`` and after ``steps`` (key ``steps``)."""
+    check_int("steps", steps, "decode_mapping", minimum=0)
+    if not results:
+        raise ValueError("decode_mapping needs at least one LearnedMappingResult.")
+    G = results[0].mapping
+    if any(r.mapping is not G for r in results) or [r.index for r in results] != list(range(len(results))):
+        raise ValueError("decode_mapping: results must be all the entries of one learned_mapping_reconstruction_batch "
+                         "call, in order.")
+    start = torch.stack([r.theta_init for r in results]) if theta_init is None else torch.as_tensor(theta_init)
+    start = start.to(G.center.dtype).reshape(len(results), -1)
+    if basis is not None and (basis.ndim != 3 or basis.shape[:2] != start.shape):
+        raise ValueError(f"decode_mapping: basis must be (b, d, k) = ({start.shape[0]}, {start.shape[1]}, k); "
+                         f"got {tuple(basis.shape)}.")
+    z0 = (start - G.center) / G.in_scale[:, None]
+    B = None if basis is None else basis.to(z0.dtype)
+    zf, _, snaps = _adam_decode(G, z0, steps, lr, B, tuple(checkpoints))
+    snaps[steps] = zf
+    return {k: z * G.in_scale[:, None] + G.center for k, z in snaps.items()}
+
+
 def learned_mapping_reconstruction_batch(
     messages: Sequence[Messages],
     *,
@@ -617,13 +688,8 @@ def learned_mapping_reconstruction_batch(
     z = ((start - center) / in_scale[:, None]).clone().requires_grad_(True)
     decode_curve = []
     if decode_optimizer == "adam":
-        opt_z = torch.optim.Adam([z], lr=decode_lr)
-        for _ in tqdm(range(decode_steps), desc="minimise ||G|| (eq. 7)", disable=not progress, leave=False):
-            opt_z.zero_grad()
-            obj = G.normalized(z[:, None]).pow(2).sum(2)[:, 0]  # (b,) ||G(θ)||², normalised units
-            obj.sum().backward()
-            opt_z.step()
-            decode_curve.append(obj.detach())
+        zf, decode_curve, _ = _adam_decode(G, z.detach(), decode_steps, decode_lr, progress=progress)
+        z = zf
     elif decode_optimizer == "lbfgs":
         # the attacks are independent, so minimising the sum minimises each; L-BFGS copes with the
         # ill-conditioning of ||G||² (for least squares, G = W(θ - θ*) and κ(WᵀW) = κ(W)²)

@@ -1,0 +1,133 @@
+"""Xu & Neglia Table 1 on LEAF (Part II): the local-update readings, the ceiling, eq. (7) re-run on
+fitted maps (decode curve, span restriction) and the diagnostics' summary."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from flprivacy import ClientData, LocalSGD, eavesdrop, logistic_regression, run_fedavg
+from flprivacy.attacks.reconstruction import decode_mapping, learned_mapping_reconstruction_batch, update_span
+from flprivacy.experiments import part2_leaf_diagnostics as diag
+from flprivacy.experiments.part2_leaf import attack_seed, local_rule, rows_of
+
+SMALL = {"rounds": 6, "local_steps": (1, 2),
+         "mapping": {"hidden": 16, "fit_steps": 30, "decode_steps": 25}}
+
+
+@pytest.fixture(scope="module")
+def small():
+    return attack_seed(3, overrides=SMALL)
+
+
+def test_local_rule_steps_and_epochs():
+    s = {"lr": 0.01, "batch_size": 256}
+    # Algo. 2: E epochs of ⌈S_c/B⌉ steps; 1536 samples, B = 256: 6 steps per epoch
+    assert local_rule(2, {**s, "local_unit": "epochs"}).n_steps(1536) == 12
+    assert local_rule(2, {**s, "local_unit": "epochs"}).n_steps(184) == 2
+    assert local_rule(2, {**s, "local_unit": "steps"}).n_steps(1536) == 2
+    assert local_rule(3, s).n_steps(280) == 3  # the default unit is "steps"
+    with pytest.raises(ValueError, match="local_unit"):
+        local_rule(1, {**s, "local_unit": "rounds"})
+
+
+def test_attack_seed_overrides(small):
+    assert small.settings["rounds"] == 6 and small.settings["mapping"]["hidden"] == 16
+    assert small.settings["mapping"]["fit_lr"] == 1e-3  # merged, not replaced
+    assert len(small.results) == len(small.keys) == 2 * 5
+    assert all(len(M) == 6 for M in small.messages)
+    with pytest.raises(ValueError, match="unknown setting"):
+        attack_seed(0, overrides={"round": 3})
+
+
+def test_data_seed_fixes_the_draw():
+    a = attack_seed(1, data_seed=7, overrides={**SMALL, "local_steps": (1,)})
+    b = attack_seed(2, data_seed=7, overrides={**SMALL, "local_steps": (1,)})
+    assert all(torch.equal(x.X, y.X) and torch.equal(x.y, y.y) for x, y in zip(a.fed.clients, b.fed.clients))
+    assert not torch.equal(a.messages[0].returned, b.messages[0].returned)  # training seeds differ
+
+
+def test_rows_and_ceiling(small):
+    rows = rows_of(small, 3)
+    assert len(rows) == 10
+    for r, (steps, c) in zip(rows, small.keys):
+        data = small.fed.clients[c]
+        assert (r["local_steps"], r["client"]) == (steps, c)
+        assert r["acc_local_optimum"] == small.model.accuracy(small.optima[c], data.X, data.y)
+    # the true local optimum: the regularised loss's gradient vanishes (L-BFGS, 200 iterations)
+    th = small.optima[0].clone().requires_grad_(True)
+    d0 = small.fed.clients[0]
+    loss = small.model.loss(th, d0.X, d0.y) + 1e-4 * th.pow(2).sum()
+    (g,) = torch.autograd.grad(loss, th)
+    assert g.norm() < 1e-3
+    assert small.model.loss(small.optima[0], d0.X, d0.y) < small.model.loss(small.messages[0].returned[-1], d0.X, d0.y)
+
+
+def test_decode_mapping_replays_eq7(small):
+    steps = small.settings["mapping"]["decode_steps"]
+    out = decode_mapping(small.results, steps=steps, lr=small.settings["mapping"]["decode_lr"], checkpoints=(0, 5))
+    theta = torch.stack([r.theta for r in small.results])
+    assert torch.allclose(out[steps], theta, atol=1e-6)  # the same Adam iterates as the attack's eq. (7)
+    assert torch.equal(out[0], torch.stack([r.theta_init for r in small.results]))
+    assert set(out) == {0, 5, steps}
+    with pytest.raises(ValueError, match="all the entries"):
+        decode_mapping(small.results[1:], steps=1)
+    with pytest.raises(ValueError, match="basis"):
+        decode_mapping(small.results, steps=1, basis=torch.zeros(2, 3, 1))
+
+
+def test_update_span_and_restricted_decode(small):
+    basis = update_span(small.messages, 1e-2)
+    b, d, k = basis.shape
+    assert (b, d) == (10, small.model.dim) and 1 <= k <= d
+    for i, M in enumerate(small.messages):
+        U = basis[i][:, basis[i].abs().sum(0) > 0].double()
+        assert torch.allclose(U.T @ U, torch.eye(U.shape[1], dtype=torch.float64), atol=1e-5)
+        Y = (M.sent - M.returned).double()
+        resid = Y - Y @ U @ U.T  # the dropped directions carry less than rtol of the largest singular value
+        assert torch.linalg.matrix_norm(resid, 2) <= 1e-2 * torch.linalg.matrix_norm(Y, 2) * (1 + 1e-4)
+    out = decode_mapping(small.results, steps=20, basis=basis)[20]
+    start = torch.stack([r.theta_init for r in small.results])
+    for i in range(b):
+        move = (out[i] - start[i]).double()
+        U = basis[i].double()
+        assert (move - U @ (U.T @ move)).norm() <= 1e-5 * (1 + move.norm())  # stays in the span
+    # a rank-2 set of updates gives k = 2
+    g = torch.Generator().manual_seed(0)
+    V = torch.linalg.qr(torch.randn(6, 2, generator=g))[0]
+    sent = torch.randn(9, 6, generator=g)
+    ret = sent - torch.randn(9, 2, generator=g) @ V.T
+    B2 = update_span([(sent, ret)], 1e-6)
+    assert B2.shape == (1, 6, 2)
+    with pytest.raises(ValueError, match="rtol"):
+        update_span([(sent, ret)], -1.0)
+
+
+def test_true_update_full_batch(small):
+    # client 1 (184 samples < B = 256): one full-batch step is deterministic, θ - θ_c = η ∇L(θ)
+    i = small.keys.index((1, 1))
+    th = small.messages[i].sent[-1]
+    d1 = small.fed.clients[1]
+    t = th.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(small.model.loss(t, d1.X, d1.y), t)
+    assert torch.allclose(diag.true_update(small, i, th, 0), small.settings["lr"] * grad, atol=1e-6)
+
+
+def test_probes_and_summary(small, monkeypatch):
+    monkeypatch.setattr(diag, "DECODE_CHECKPOINTS", (0, 10))
+    rows = diag.probes(small, 3)
+    for r, res, M in zip(rows, small.results, small.messages):
+        c = r["client"]
+        data = small.fed.clients[c]
+        assert r["acc_decode_0"] == small.model.accuracy(M.returned[-1], data.X, data.y)
+        assert r["dist_last_to_optimum"] == pytest.approx(float((M.returned[-1] - small.optima[c]).norm()))
+        assert set(k for k in r if k.startswith("G_error_")) == {f"G_error_{x}" for x in diag.LAMBDAS}
+    recs = [{"variant": "book settings", "seed": s, "local_steps": 1, "client": c, "acc_last_returned": 0.5,
+             "acc_decoded": 0.6 + 0.1 * s, "acc_local_optimum": 1.0} for s in (0, 1) for c in (0, 1)]
+    recs += [{**r, "variant": "T = 20 rounds", "acc_decoded": 0.4} for r in recs]
+    out = diag.summary(recs)
+    assert [o["variant"] for o in out] == ["book settings", "T = 20 rounds"]
+    assert out[0]["decoded"] == pytest.approx(65.0) and out[0]["gain"] == pytest.approx(15.0)
+    assert out[1]["gain"] == pytest.approx(-10.0) and out[0]["local_optimum"] == 100.0 and out[0]["seeds"] == 2
+    with pytest.raises(ValueError, match="unknown variant"):
+        diag.run_variant("nope", [0])
