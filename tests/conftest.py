@@ -47,3 +47,21 @@ def data_file():
         return path
 
     return get
+
+
+@pytest.fixture(scope="session")
+def attr_clients():
+    """``make(seed=0, sizes=(30, 22, 41, 17), d=4)``: least-squares clients (float64) whose
+    column d-1 is a binary sensitive attribute (the Flower tests' federation)."""
+
+    def make(seed: int = 0, sizes=(30, 22, 41, 17), d: int = 4) -> list[ClientData]:
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for n in sizes:
+            X = torch.randn(n, d, generator=g, dtype=torch.float64)
+            X[:, d - 1] = (torch.rand(n, generator=g) < 0.5).double()
+            w = torch.randn(d, generator=g, dtype=torch.float64)
+            out.append(ClientData(X, X @ w + 0.5 + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)))
+        return out
+
+    return make

@@ -1,11 +1,13 @@
 """The book's federation on a real loopback Flower deployment (issue 25): flower-superlink, one
 flower-supernode per client (each loading only its own partition), `flwr run deploy local`; the
-log recorded by the ServerApp's RecordingStrategy equals run_fedavg's, and the attacks give the
-same results on it. Every process started is killed by id (process group + descendants)."""
+log recorded by the ServerApp's RecordingStrategy equals run_fedavg's (with the same active
+adversary), the attacks give the same results on it, the forgery reaches the target only; a
+SuperNode killed mid-round and one that joins late give the outcomes the log records. Every
+process started is killed by id (process group + descendants), and every test asserts that no
+process it started is left."""
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import pytest
@@ -15,7 +17,9 @@ flwr = pytest.importorskip("flwr", reason="Flower is an optional extra: pip inst
                                           "(or -r requirements-flower.txt); `make install` installs it")
 psutil = pytest.importorskip("psutil", reason="the deployment test checks for leftover processes with psutil")
 
-from flprivacy import ClientData, LocalSGD, eavesdrop, linear_regression, run_fedavg  # noqa: E402
+from flprivacy import LocalSGD, eavesdrop, linear_regression, run_fedavg  # noqa: E402
+from flprivacy.config import client_generator  # noqa: E402
+from flprivacy.threats import SendBack  # noqa: E402
 from flprivacy.attacks.model_based_aia import model_based_aia  # noqa: E402
 from flprivacy.data.attributes import SensitiveAttribute  # noqa: E402
 from flprivacy.attacks.reconstruction import reconstruct_least_squares  # noqa: E402
@@ -29,40 +33,91 @@ if not (_BIN / "flower-superlink").exists():
 EPS64 = torch.finfo(torch.float64).eps
 ROUNDS = 4  # Alg. 3 needs d+1 = 4 rounds for d = 3 parameters (2 features + bias); each round spawns
 # one flwr-clientapp process per node (Flower's subprocess isolation), ~10 s a round on 2 shared cores
+TARGET, ATTACK = 1, (2, 3)  # the active server sends client 1 her own last model in rounds 2-3 (SendBack)
+ROUND_TIMEOUT = 30.0  # the fault run's round timeout (s): > 2x a loaded round (~13 s), the cost of a failure
 
 
-def _clients(seed: int = 4, sizes=(40, 35, 50), d: int = 2) -> list[ClientData]:
-    """Least-squares clients; column d-1 is a binary sensitive attribute (as tests/test_flower.py)."""
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for n in sizes:
-        X = torch.randn(n, d, generator=g, dtype=torch.float64)
-        X[:, d - 1] = (torch.rand(n, generator=g) < 0.5).double()
-        w = torch.randn(d, generator=g, dtype=torch.float64)
-        out.append(ClientData(X, X @ w + 0.5 + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)))
-    return out
-
-
-def _ours(workdir) -> list[int]:
-    """Live processes whose FLWR_HOME is this test's (everything the deployment started)."""
+def _ours(workdir, any_home: bool = False) -> list[int]:
+    """Live processes whose FLWR_HOME is this test's (everything the deployment started), or with
+    ``any_home`` any FLWR_HOME under ``workdir``."""
     home = str(workdir / "flwr_home")
     out = []
     for p in psutil.process_iter():
         try:
-            if p.status() != psutil.STATUS_ZOMBIE and p.environ().get("FLWR_HOME") == home:
+            h = p.environ().get("FLWR_HOME", "")
+            mine = h.startswith(str(workdir)) if any_home else h == home
+            if mine and p.status() != psutil.STATUS_ZOMBIE:
                 out.append(p.pid)
         except (psutil.Error, OSError):
             pass
     return out
 
 
+def _left(base) -> list[int]:
+    """Live descendants of this test process, and processes carrying a FLWR_HOME under ``base``
+    (a grandchild re-parented when its parent died)."""
+    out = []
+    procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
+    for pid in _ours(base, any_home=True):
+        procs.setdefault(pid, pid)
+    for pid, p in procs.items():
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.Error:
+            pass
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_process_left(tmp_path_factory):
+    """After each test (and the module fixtures' deployments it set up): no process it started is alive."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    deadline = time.monotonic() + 5  # SIGKILL'd processes vanish within a scheduler tick; 5 s bounds it
+    while _left(base) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _left(base) == []
+
+
+def _fault_run(work, clients, local):
+    """4 clients; SuperNodes 0-2 start, the run needs 3. When round 1's message reaches client 2,
+    her SuperNode is SIGKILL'd (with its ClientApp) and client 3's SuperNode starts."""
+    events = {}
+
+    def script(dep, files):
+        dep.wait_trains("supernode2", 2, timeout=90)  # round 1 has reached client 2
+        node = psutil.Process(dep.procs["supernode2"].pid)
+        pids = [node.pid] + [q.pid for q in node.children(recursive=True)]
+        dep.kill("supernode2")
+        events["alive_after_kill"] = [q for q in pids if psutil.pid_exists(q) and psutil.Process(q).status() != psutil.STATUS_ZOMBIE]
+        dep.start_supernode(3, files[3])
+
+    t0 = time.perf_counter()
+    fl = deploy(("linear_regression", (2,)), clients, rounds=3, local=local, seed=0, timeout=180, workdir=work,
+                start=[0, 1, 2], min_nodes=3, round_timeout=ROUND_TIMEOUT, during=script)
+    return fl, clients, local, work, events, time.perf_counter() - t0
+
+
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    clients, local = _clients(), LocalSGD(lr=0.05, epochs=2)
+def faulty(tmp_path_factory, attr_clients):
+    clients, local = attr_clients(7, sizes=(40, 35, 50, 30), d=2), LocalSGD(lr=0.05, epochs=2, shuffle=False)
+    return _fault_run(tmp_path_factory.mktemp("faults"), clients, local)
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory, attr_clients):
+    """3 clients, 4 rounds; an active server (SendBack) on client 1 in rounds 2 and 3."""
+    clients, local = attr_clients(4, sizes=(40, 35, 50), d=2), LocalSGD(lr=0.05, epochs=2)
     work = tmp_path_factory.mktemp("deploy")
-    fl = deploy(("linear_regression", (2,)), clients, rounds=ROUNDS, local=local, seed=0, timeout=100, workdir=work)
-    time.sleep(0.5)
+    fl = deploy(("linear_regression", (2,)), clients, rounds=ROUNDS, local=local, seed=0, timeout=150, workdir=work,
+                adversary=SendBack(TARGET, ATTACK))
     return fl, clients, local, work
+
+
+def _reference(clients, local):
+    return run_fedavg(linear_regression(2), clients, rounds=ROUNDS, local=local, seed=0,
+                      adversary=SendBack(TARGET, ATTACK)).log
 
 
 def test_deployment_leaves_no_process(deployed):
@@ -73,11 +128,11 @@ def test_deployment_leaves_no_process(deployed):
 
 
 def test_deployment_log_equals_run_fedavg_log(deployed):
-    """Full participation, same seed: Flower's node ids are mapped to clients by the partition-id
-    each SuperNode reports (a `query` message), so the log is run_fedavg's up to the order of the
-    aggregation's sums: ~(T+1)(n+2)ε max|θ| (see tests/test_flower.py::_tol)."""
+    """Full participation, same seed, same adversary: Flower's node ids are mapped to clients by
+    the partition-id each SuperNode reports (a `query` message), so the log is run_fedavg's up to
+    the order of the aggregation's sums: ~(T+1)(n+2)ε max|θ| (see tests/test_flower.py::_tol)."""
     fl, clients, local, _ = deployed
-    ref = run_fedavg(linear_regression(2), clients, rounds=ROUNDS, local=local, seed=0).log
+    ref = _reference(clients, local)
     a, b = fl.log, ref
     tol = 4 * (ROUNDS + 1) * (len(clients) + 2) * EPS64 * max(1.0, float(b.global_trajectory().abs().max()))
     assert a.participants == b.participants and a.n_samples == b.n_samples and torch.equal(a.weights, b.weights)
@@ -93,7 +148,7 @@ def test_attacks_on_the_deployment_log_match_the_in_process_log(deployed):
     the same answers on the deployment's log as on run_fedavg's."""
     fl, clients, local, _ = deployed
     model = linear_regression(2)
-    ref = run_fedavg(model, clients, rounds=ROUNDS, local=local, seed=0).log
+    ref = _reference(clients, local)
     attr = SensitiveAttribute.binary(1)
     for c in range(len(clients)):
         rec, rec0 = reconstruct_least_squares(eavesdrop(fl.log, c)), reconstruct_least_squares(eavesdrop(ref, c))
@@ -103,6 +158,65 @@ def test_attacks_on_the_deployment_log_match_the_in_process_log(deployed):
         X, y = clients[c].X, clients[c].y
         assert torch.equal(model_based_aia(model, rec.theta, X, y, attr.columns, attr.candidates),
                            model_based_aia(model, rec0.theta, X, y, attr.columns, attr.candidates))
+
+
+def test_the_active_server_forges_the_targets_messages_only(deployed):
+    """SendBack through the recording strategy: in rounds 2-3 client 1 receives her own round-1
+    (then round-2) reply instead of θ^t; every other message is θ^t; the forged replies stay out
+    of the aggregate: θ^{t+1} is the other clients' average, p renormalised (eq. 1)."""
+    fl, clients, _, _ = deployed
+    log = fl.log
+    forged = {(e.round, e.client) for e in log.exchanges() if e.forged}
+    assert forged == {(t, TARGET) for t in ATTACK}
+    for e in log.exchanges():
+        if e.forged:
+            assert torch.equal(e.sent, log.exchange(e.round - 1, TARGET).returned)  # her previous reply
+            assert not torch.equal(e.sent, log.global_models[e.round])
+        else:
+            assert torch.equal(e.sent, log.global_models[e.round])
+    tol = 4 * (ROUNDS + 1) * (len(clients) + 2) * EPS64 * max(1.0, float(log.global_trajectory().abs().max()))
+    p = log.weights
+    for t in range(ROUNDS):
+        kept = [c for c in range(len(clients)) if (t, c) not in forged]
+        avg = sum(p[c] * log.exchange(t, c).returned for c in kept) / sum(p[c] for c in kept)
+        assert (log.global_models[t + 1] - avg).abs().max() <= tol
+
+
+def test_a_supernode_killed_mid_round(faulty):
+    """Round 1 closes with the clients that answered once the round timeout expires; the log
+    keeps client 2 as sampled but dropped (no exchange), the aggregate is the others' (eq. 1,
+    p renormalised), the dead node is not sampled again, and the run ends in bounded time."""
+    fl, clients, local, _, events, wall = faulty
+    log = fl.log
+    assert log.sampled(1) == [0, 1, 2] and log.participants[1] == [0, 1] and log.dropped(1) == [2]
+    assert "timeout" in log.failures[(1, 2)]
+    assert [log.dropped(t) for t in (0, 2)] == [[], []] and 2 not in log.participants[2]
+    assert {(e.round, e.client) for e in log.exchanges()} == {(0, 0), (0, 1), (0, 2), (1, 0), (1, 1),
+                                                              (2, 0), (2, 1), (2, 3)}
+    tol = 4 * 4 * 6 * EPS64 * max(1.0, float(log.global_trajectory().abs().max()))
+    p = log.weights
+    for t in range(3):
+        avg = sum(p[c] * log.exchange(t, c).returned for c in log.participants[t]) / sum(p[c] for c in log.participants[t])
+        assert (log.global_models[t + 1] - avg).abs().max() <= tol
+    # round 1 waited for the round timeout, not for ever: Flower's grid polls every 3 s
+    assert ROUND_TIMEOUT <= fl.settings["round_seconds"][1] <= ROUND_TIMEOUT + 30
+    assert events["alive_after_kill"] == [] and wall < 180
+
+
+def test_a_supernode_that_joins_late(faulty):
+    """Client 3's SuperNode starts during round 1: it is queried for its partition and takes
+    part from round 2; its reply is its own local update of θ^2 (recomputed here, in-process)."""
+    fl, clients, local, _, _, _ = faulty
+    log = fl.log
+    assert [3 in part for part in log.participants] == [False, False, True]
+    assert log.client_messages(3).rounds.tolist() == [2]
+    model = linear_regression(2)
+    for e in log.exchanges():  # every reply is the local update of what the client was sent (Alg. 2; full batch,
+        # no shuffling: the same operations in the node's process and here, up to the sums' order: 4(n+2)ε max|θ|)
+        mine = local(model, e.sent.clone(), clients[e.client], client_generator(0, e.client))
+        n = clients[e.client].n
+        assert (mine - e.returned).abs().max() <= 4 * (n + 2) * EPS64 * max(1.0, float(e.returned.abs().max()))
+    assert torch.equal(log.exchange(2, 3).sent, log.global_models[2])
 
 
 def test_missing_superlink_is_a_clear_error_not_a_hang(tmp_path):

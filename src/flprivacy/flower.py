@@ -44,7 +44,7 @@ from torch import Tensor
 try:
     from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
-    from flwr.common.constant import SUPERLINK_NODE_ID
+    from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
     from flwr.common.serde import message_from_proto, message_to_proto
     from flwr.serverapp import Grid, ServerApp
     from flwr.serverapp.strategy import FedAvg, Strategy
@@ -164,6 +164,39 @@ def client_app(model: FLModel, clients: Sequence[ClientData], local: LocalTraine
     return app
 
 
+# ---- node identities ------------------------------------------------------------------------------------
+_APP_ERRORS = (ErrorCode.LOAD_CLIENT_APP_EXCEPTION, ErrorCode.CLIENT_APP_RAISED_EXCEPTION, ErrorCode.INVALID_FAB)
+
+
+def _query_partitions(grid: Grid, node_ids: Sequence[int], *, timeout: float) -> dict[int, int]:
+    """Ask the nodes ``node_ids`` which partition they hold (a ``query`` message answered by
+    :func:`client_app`); ``{node id: client}`` for those that answered within ``timeout`` s."""
+    msgs = [Message(RecordDict(), dst_node_id=int(i), message_type=MessageType.QUERY) for i in node_ids]
+    replies = grid.send_and_receive(msgs, timeout=timeout)
+    out = {}
+    for r in replies:
+        if r.has_error():
+            if r.error.code in _APP_ERRORS:
+                raise RuntimeError(f"node {r.metadata.src_node_id}: the ClientApp failed: {r.error.reason}")
+            continue
+        out[int(r.metadata.src_node_id)] = int(r.content.config_records["node"][PARTITION])
+    return out
+
+
+class _LiveGrid:
+    """The grid as the wrapped strategy sees it: only the live nodes (see
+    :meth:`RecordingStrategy.live_nodes`); everything else is the grid's."""
+
+    def __init__(self, grid: Grid, nodes: list[int]):
+        self._grid, self._nodes = grid, list(nodes)
+
+    def get_node_ids(self) -> list[int]:
+        return list(self._nodes)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._grid, name)
+
+
 # ---- the recording strategy ----------------------------------------------------------------------------------
 class RecordingStrategy(Strategy):
     """A Flower strategy that records the book's :class:`~flprivacy.log.MessageLog`.
@@ -177,27 +210,47 @@ class RecordingStrategy(Strategy):
     honest ones (plus the forged ones if ``adversary.aggregate_forged``), as
     :func:`~flprivacy.federation.run_fedavg` does. :meth:`finish` records the final model θ^T.
 
+    Nodes that fail and nodes that join (a real deployment):
+
+    - a sampled node whose reply is missing when Flower's round timeout expires, or whose reply
+      is a transport error (node unavailable, ClientApp crashed), is recorded with
+      :meth:`MessageLog.record_failure <flprivacy.log.MessageLog.record_failure>`: the round
+      closes with the replies that arrived (weights renormalised over them, as Flower's FedAvg
+      does) and the log's ``participants`` lists the clients that answered. Such a node is not
+      sampled again (Flower itself would drop it only after its heartbeat expires, 2 × 30 s);
+      a restarted SuperNode registers under a new node id and is treated as a new node. A reply
+      carrying an exception raised by the ClientApp (a bug, not a fault) raises.
+    - a node that connects after the start (not in ``node_to_client``) is asked which partition
+      it holds (a ``query`` message) before it is first sampled, and takes part from that round.
+    - a round waits at most ``wait_timeout`` s for the nodes Flower's strategy requires
+      (``min_available_nodes``, ``min_train_nodes``) and raises instead of waiting forever.
+
     Args:
         model: the architecture (to read θ out of Flower's ArrayRecords).
         log: the :class:`~flprivacy.log.MessageLog` to fill.
-        node_to_client: the client index c of each Flower node id.
+        node_to_client: the client index c of each Flower node id known at the start (the
+            clients 0..n-1 at most once each; nodes that join later are queried).
         inner: the strategy to wrap; its ``arrayrecord_key`` must be ``"arrays"``.
         adversary: an active adversary (see :mod:`flprivacy.threats`), or None for an honest
             server.
+        wait_timeout: the longest wait for enough connected nodes, and for a new node's answer.
     """
 
     def __init__(self, model: FLModel, log: MessageLog, node_to_client: dict[int, int], inner: Strategy | None = None,
-                 adversary: Adversary | None = None):
+                 adversary: Adversary | None = None, *, wait_timeout: float = 60.0):
         where = "RecordingStrategy"
         if not isinstance(model, FLModel):
             raise TypeError(f"{where}: model must be an FLModel; got {type(model).__name__}.")
         if not isinstance(log, MessageLog):
             raise TypeError(f"{where}: log must be a MessageLog; got {type(log).__name__}.")
-        if sorted(node_to_client.values()) != list(range(len(node_to_client))) or len(node_to_client) != log.n_clients:
-            raise ValueError(f"{where}: node_to_client must map {log.n_clients} node ids to the clients 0..{log.n_clients - 1}"
-                             f" once each; got {dict(node_to_client)}.")
+        clients = list(node_to_client.values())
+        if len(set(clients)) != len(clients) or not all(0 <= int(c) < log.n_clients for c in clients):
+            raise ValueError(f"{where}: node_to_client must map node ids to distinct clients in 0..{log.n_clients - 1}"
+                             f" (each client held by one node); got {dict(node_to_client)}.")
         if adversary is not None and not isinstance(adversary, Adversary):
             raise TypeError(f"{where}: adversary must be a flprivacy.threats.Adversary; got {type(adversary).__name__}.")
+        if not wait_timeout > 0:
+            raise ValueError(f"{where}: wait_timeout must be positive (seconds), got {wait_timeout!r}.")
         if inner is None:
             with quiet_flower():  # FedAvg warns that fraction_evaluate=0 skips federated evaluation
                 inner = FedAvg(fraction_evaluate=0.0)
@@ -205,7 +258,9 @@ class RecordingStrategy(Strategy):
         if getattr(self.inner, "arrayrecord_key", ARRAYS) != ARRAYS:
             raise ValueError(f"{where}: the wrapped strategy must send the model under the key {ARRAYS!r}.")
         self.model, self.log, self.adversary = model, log, adversary
+        self.wait_timeout = float(wait_timeout)
         self.node_to_client = {int(k): int(v) for k, v in node_to_client.items()}
+        self.failed_nodes: set[int] = set()  # nodes that missed a reply: never sampled again
         self._sent: dict[int, tuple[Tensor, bool]] = {}
         self._theta: Tensor | None = None
         self.clock: list[float] = []  # time.perf_counter() at the start of each round and at finish()
@@ -213,12 +268,47 @@ class RecordingStrategy(Strategy):
     def summary(self) -> None:
         self.inner.summary()
 
+    # -- the nodes the wrapped strategy may sample: connected, not failed, partition known --------------------
+    def live_nodes(self, grid: Grid) -> list[int]:
+        """The connected node ids that have not failed, after querying new nodes for their
+        partition (they join the federation here)."""
+        ids = [int(i) for i in grid.get_node_ids() if int(i) not in self.failed_nodes]
+        new = [i for i in ids if i not in self.node_to_client]
+        if new:
+            found = _query_partitions(grid, new, timeout=self.wait_timeout)
+            holder = {c: i for i, c in self.node_to_client.items()}
+            for i, c in found.items():
+                if not 0 <= c < self.log.n_clients:
+                    raise ValueError(f"RecordingStrategy: node {i} holds partition {c}; the federation has clients "
+                                     f"0..{self.log.n_clients - 1}.")
+                old = holder.get(c)
+                if old is not None and old in ids and old not in self.failed_nodes:
+                    raise ValueError(f"RecordingStrategy: nodes {old} and {i} both hold partition {c}; start one SuperNode "
+                                     "per client.")
+                if old is not None:  # a restarted node: its old id is gone
+                    del self.node_to_client[old]
+                    self.failed_nodes.add(old)
+                self.node_to_client[i] = c
+            self.failed_nodes.update(i for i in new if i not in found)  # did not answer the query
+        return [i for i in ids if i in self.node_to_client and i not in self.failed_nodes]
+
+    def _wait_for_nodes(self, grid: Grid, server_round: int) -> _LiveGrid:
+        need = max(int(getattr(self.inner, "min_available_nodes", 1)), int(getattr(self.inner, "min_train_nodes", 1)))
+        deadline = time.monotonic() + self.wait_timeout
+        while len(nodes := self.live_nodes(grid)) < need:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"RecordingStrategy: round {server_round - 1} needs {need} live nodes but {len(nodes)} are "
+                                   f"connected after {self.wait_timeout} s ({len(self.failed_nodes)} failed); start more "
+                                   "SuperNodes or lower the strategy's min_available_nodes/min_train_nodes.")
+            time.sleep(0.2)
+        return _LiveGrid(grid, nodes)
+
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
         self.clock.append(time.perf_counter())
         t = server_round - 1
         theta = from_arrays(self.model, arrays)
         self._theta = theta
-        messages = list(self.inner.configure_train(server_round, arrays, config, grid))
+        messages = list(self.inner.configure_train(server_round, arrays, config, self._wait_for_nodes(grid, server_round)))
         sampled = [self.node_to_client[msg.metadata.dst_node_id] for msg in messages]
         if self.log.begin_round(theta, sampled, self.adversary) != t:  # the log's write API owns the round's rules
             raise RuntimeError(f"RecordingStrategy: Flower's round {server_round} is not the log's round {self.log.rounds - 1}.")
@@ -237,21 +327,29 @@ class RecordingStrategy(Strategy):
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
         t = server_round - 1
-        replies = list(replies)
-        kept = []
-        for reply in sorted(replies, key=lambda m: self.node_to_client[m.metadata.src_node_id]):
+        client_node = {c: i for i, c in self.node_to_client.items()}
+        answered: dict[int, Message] = {}
+        failed: dict[int, str] = {}
+        for reply in replies:
             c = self.node_to_client[reply.metadata.src_node_id]
-            if reply.has_error():
+            if not reply.has_error():
+                answered[c] = reply
+            elif reply.error.code in _APP_ERRORS:
                 raise RuntimeError(f"round {t}, client {c}: the ClientApp failed: {reply.error.reason}")
+            else:
+                failed[c] = f"Flower error {reply.error.code}: {reply.error.reason}"
+        kept = []
+        for c in sorted(self._sent):
+            if c not in answered:  # the round closes without it (Flower's round timeout or a transport error)
+                self.log.record_failure(c, failed.get(c, "no reply within the round's timeout"))
+                self.failed_nodes.add(client_node[c])
+                continue
             sent, forged = self._sent[c]
-            returned = from_arrays(self.model, reply.content.array_records[ARRAYS])
+            returned = from_arrays(self.model, answered[c].content.array_records[ARRAYS])
             if self.log.record_reply(c, sent, returned, forged):  # records; False: a forged reply kept out
-                kept.append(reply)
-        missing = sorted(set(self._sent) - {self.node_to_client[m.metadata.src_node_id] for m in replies})
-        if missing:
-            raise RuntimeError(f"round {t}: no reply from clients {missing} (a node failed or timed out).")
+                kept.append(answered[c])
         self.log.close_round()  # the aggregate itself is the wrapped strategy's (Flower's FedAvg)
-        if not kept:  # every reply was a forged one: θ stays (as in run_fedavg)
+        if not kept:  # every reply was a forged one, or none arrived: θ stays (as in run_fedavg)
             return None, None
         arrays, metrics = self.inner.aggregate_train(server_round, kept)
         if arrays is not None:
@@ -287,7 +385,8 @@ class _Outcome:
 
 def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0: Tensor,
                weighting: Literal["size", "uniform"] = "size", clients_per_round: int | None = None,
-               adversary: Adversary | None = None, connect_timeout: float = 60.0,
+               adversary: Adversary | None = None, connect_timeout: float = 60.0, min_nodes: int | None = None,
+               round_timeout: float = 3600.0,
                on_finish: Callable[[MessageLog, Tensor], None] | None = None) -> tuple[ServerApp, _Outcome]:
     """A Flower ``ServerApp`` running FedAvg (Flower's strategy in a :class:`RecordingStrategy`)
     for ``rounds`` rounds from ``theta0``.
@@ -297,6 +396,12 @@ def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0:
     ``log`` and ``theta`` are filled when the app has run. In a deployment (``flwr run``) the
     ServerApp runs in the SuperLink's own process: pass ``on_finish(log, theta)`` to save the log
     there (e.g. with ``torch.save``).
+
+    Faults (see :class:`RecordingStrategy`): the app starts once ``min_nodes`` nodes (all n by
+    default) are connected, waiting at most ``connect_timeout`` s; a round closes with the replies
+    that arrived within ``round_timeout`` s (Flower's ``Strategy.start(timeout=...)``), the
+    others recorded as failures; full participation samples every live node, so a node that
+    joins late takes part from the next round it is connected at.
     """
     where = "server_app"
     n = len(n_samples)
@@ -306,6 +411,12 @@ def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0:
     m = n if clients_per_round is None else check_int("clients_per_round", clients_per_round, where, minimum=1)
     if m > n:
         raise ValueError(f"{where}: clients_per_round must be in 1..{n}, got {clients_per_round}.")
+    k = n if min_nodes is None else check_int("min_nodes", min_nodes, where, minimum=1)
+    if k > n:
+        raise ValueError(f"{where}: min_nodes must be in 1..{n} (the federation's clients), got {min_nodes}.")
+    if not (connect_timeout > 0 and round_timeout > 0):
+        raise ValueError(f"{where}: connect_timeout and round_timeout must be positive seconds; got {connect_timeout!r}, "
+                         f"{round_timeout!r}.")
     theta0 = model._as_theta(theta0, "theta0").detach().clone()
     check_finite("theta0", theta0, where)
     check_choice("weighting", weighting, ("size", "uniform"), where)
@@ -316,18 +427,19 @@ def server_app(model: FLModel, n_samples: Sequence[int], *, rounds: int, theta0:
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         deadline = time.monotonic() + connect_timeout  # nodes connect asynchronously (SuperNodes, Ray)
-        while len(nodes := sorted(grid.get_node_ids())) < n and time.monotonic() < deadline:
+        while len(nodes := sorted(grid.get_node_ids())) < k and time.monotonic() < deadline:
             time.sleep(0.1)
-        if len(nodes) != n:
-            raise RuntimeError(f"{where}: {len(nodes)} nodes are connected after {connect_timeout} s but the federation "
-                               f"has {n} clients; start one SuperNode per client (or wait longer: connect_timeout).")
-        replies = grid.send_and_receive([Message(RecordDict(), dst_node_id=i, message_type=MessageType.QUERY) for i in nodes])
-        node_to_client = {r.metadata.src_node_id: int(r.content.config_records["node"][PARTITION]) for r in replies}
+        if len(nodes) < k:
+            raise RuntimeError(f"{where}: {len(nodes)} nodes are connected after {connect_timeout} s but {k} are needed "
+                               f"(the federation has {n} clients); start one SuperNode per client (or wait longer: "
+                               "connect_timeout).")
+        node_to_client = _query_partitions(grid, nodes, timeout=connect_timeout)
         log = MessageLog(n, w / w.sum(), [int(s) for s in n_samples], 1.0)
-        inner = FedAvg(fraction_train=m / n, fraction_evaluate=0.0, min_train_nodes=m, min_evaluate_nodes=0,
-                       min_available_nodes=n)
-        strategy = RecordingStrategy(model, log, node_to_client, inner=inner, adversary=adversary)
-        strategy.start(grid, initial_arrays=to_arrays(model, theta0), num_rounds=rounds)
+        inner = FedAvg(fraction_train=m / n, fraction_evaluate=0.0, min_train_nodes=min(m, k), min_evaluate_nodes=0,
+                       min_available_nodes=k)
+        strategy = RecordingStrategy(model, log, node_to_client, inner=inner, adversary=adversary,
+                                     wait_timeout=connect_timeout)
+        strategy.start(grid, initial_arrays=to_arrays(model, theta0), num_rounds=rounds, timeout=round_timeout)
         out.theta, out.log = strategy.finish(), log
         out.round_seconds = [b - a for a, b in zip(strategy.clock, strategy.clock[1:])]
         if on_finish is not None:

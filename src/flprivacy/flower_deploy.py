@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,7 +70,9 @@ def deployed_serverapp() -> ServerApp:
 
         sapp, outcome = server_app(spec["model"], spec["n_samples"], rounds=spec["rounds"], theta0=spec["theta0"],
                              weighting=spec["weighting"], clients_per_round=spec["clients_per_round"],
-                             adversary=spec["adversary"], connect_timeout=spec["connect_timeout"], on_finish=save)
+                             adversary=spec["adversary"], connect_timeout=spec["connect_timeout"],
+                             min_nodes=spec.get("min_nodes"), round_timeout=spec.get("round_timeout", 3600.0),
+                             on_finish=save)
         sapp(grid, context)
 
     return app
@@ -218,17 +220,36 @@ class Deployment:
         for name in list(self.procs):
             self.kill(name)
 
+    def trains_received(self, name: str) -> int:
+        """How many train messages the SuperNode ``name`` has received so far (from its log)."""
+        path = self.workdir / f"{name}.log"
+        return path.read_text(errors="replace").count("Receiving: train message") if path.exists() else 0
+
+    def wait_trains(self, name: str, count: int, timeout: float) -> None:
+        """Wait until SuperNode ``name`` has received its ``count``-th train message (round
+        ``count - 1`` has reached it); raise :class:`DeploymentError` after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while self.trains_received(name) < count:
+            if time.monotonic() > deadline:
+                raise DeploymentError(f"{name} received {self.trains_received(name)} train messages after {timeout} s, "
+                                      f"expected {count}\n{self.tail()}")
+            if self.procs["superlink"].poll() is not None:
+                raise DeploymentError(f"the SuperLink exited ({self.procs['superlink'].returncode})\n{self.tail()}")
+            time.sleep(0.1)
+
     def tail(self, n: int = 1500) -> str:
         return "\n".join(f"--- {f.name}\n{f.read_text(errors='replace')[-n:]}" for f in sorted(self.workdir.glob("*.log")))
 
 
 def write_federation(workdir: Path, model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: int, local: LocalTrainer,
                      seed: int, theta0: Tensor, weighting: str = "size", clients_per_round: int | None = None,
-                     adversary: Adversary | None = None, connect_timeout: float = 30.0) -> tuple[Path, list[Path]]:
-    """The ServerApp's spec file (public: model, sizes, θ^0, rounds) and one data file per client."""
+                     adversary: Adversary | None = None, connect_timeout: float = 30.0, min_nodes: int | None = None,
+                     round_timeout: float = 3600.0) -> tuple[Path, list[Path]]:
+    """The ServerApp's spec file (public: model, sizes, θ^0, rounds, timeouts) and one data file per client."""
     spec = workdir / "spec.pt"
     torch.save(dict(model=model, n_samples=[c.n for c in clients], rounds=rounds, theta0=theta0, weighting=weighting,
-                    clients_per_round=clients_per_round, adversary=adversary, connect_timeout=connect_timeout), spec)
+                    clients_per_round=clients_per_round, adversary=adversary, connect_timeout=connect_timeout,
+                    min_nodes=min_nodes, round_timeout=round_timeout), spec)
     files = []
     for c, cd in enumerate(clients):
         f = workdir / f"client{c}.pt"
@@ -266,10 +287,18 @@ def loopback(workdir: str | Path | None = None) -> Iterator[Deployment]:
 
 def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: int, local: LocalTrainer, seed: int = 0,
            theta0: Tensor | None = None, weighting: str = "size", clients_per_round: int | None = None,
-           adversary: Adversary | None = None, timeout: float = 90.0, workdir: str | Path | None = None) -> FLRun:
+           adversary: Adversary | None = None, timeout: float = 90.0, workdir: str | Path | None = None,
+           start: Sequence[int] | None = None, min_nodes: int | None = None, round_timeout: float = 3600.0,
+           during: Callable[[Deployment, list[Path]], None] | None = None) -> FLRun:
     """FedAvg on a loopback Flower deployment (SuperLink + one SuperNode per client + ``flwr run``):
     :func:`~flprivacy.federation.run_fedavg`'s contract, like :func:`flprivacy.flower.run_flower`;
     ``model`` is its constructor ``(name, args)``, e.g. ``("linear_regression", (4,))``.
+
+    Faults: ``start`` lists the clients whose SuperNodes start before ``flwr run`` (all by
+    default); ``min_nodes`` (default: as many) are needed to begin; ``round_timeout`` s close a
+    round with the replies that arrived (:func:`flprivacy.flower.server_app`); ``during(dep,
+    files)`` runs while the rounds run, e.g. to kill a SuperNode (``dep.kill("supernode2")``) or
+    start one late (``dep.start_supernode(c, files[c])``).
 
     ``settings["commands"]`` lists the commands run (as a reader would type them) and
     ``settings["wall_s"]`` the wall time from the SuperLink's start to the saved log.
@@ -282,16 +311,19 @@ def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: i
     with loopback(workdir) as dep:
         spec, files = write_federation(dep.workdir, ctor, clients, rounds=rounds, local=local, seed=seed,
                                        theta0=theta0, weighting=weighting, clients_per_round=clients_per_round,
-                                       adversary=adversary)
+                                       adversary=adversary, min_nodes=min_nodes if start is None else min_nodes or len(start),
+                                       round_timeout=round_timeout)
         out = dep.workdir / "log.pt"
         dep.write_connection()
         dep.start_superlink()
         dep.wait_listening()
-        for c, f in enumerate(files):
-            dep.start_supernode(c, f)
+        for c in range(len(clients)) if start is None else start:
+            dep.start_supernode(c, files[c])
         r = dep.flwr_run(spec, out, timeout=timeout)
         if r.returncode != 0:
             raise DeploymentError(f"flwr run failed ({r.returncode}): {r.stdout[-1500:]}{r.stderr[-1500:]}\n{dep.tail()}")
+        if during is not None:
+            during(dep, files)
         wait_for(out, dep, timeout - (time.perf_counter() - t0))
         res = torch.load(out, weights_only=False)
         commands = list(dep.commands)

@@ -14,6 +14,11 @@ rules, so that both produce the same log:
 ``record_reply(c, sent, returned, forged)``
     refuses a non-finite reply, records the exchange, adds it to the aggregate unless it
     answers a forged model (and the adversary does not aggregate those);
+``record_failure(c, reason)``
+    a sampled client that did not reply (its node failed or timed out, e.g. on a Flower
+    deployment): no exchange is recorded, the client leaves the round's ``participants``
+    (the clients that answered) and is listed in :meth:`MessageLog.dropped`; the aggregate
+    renormalises the weights over the replies that arrived;
 ``close_round()``
     θ^{t+1} = θ^t + η_g Σ p̃_c (θ_c^t − θ^t), refusing a non-finite result;
 ``finish(θ^T)``
@@ -186,7 +191,11 @@ class MessageLog:
     Attributes:
         global_models: θ^0, ..., θ^T: the global model at the start of each round and the
             final one (``len == rounds + 1``); a list-like sequence of tensors.
-        participants: the sampled clients C_s^t of each round.
+        participants: the clients of each round that answered: the sampled clients C_s^t less
+            those recorded by :meth:`record_failure` (every sampled client in a run without
+            failures, e.g. :func:`~flprivacy.federation.run_fedavg`).
+        failures: ``{(t, c): reason}`` for every sampled client c that did not reply in round t;
+            :meth:`dropped` and :meth:`sampled` read it.
         weights: the aggregation weights p_c (summing to 1).
         n_samples: S_c of every client.
         server_lr: the global learning rate η_g of the aggregation.
@@ -211,6 +220,7 @@ class MessageLog:
         self._global_idx: list[int] = []
         self.global_models = GlobalModels(self)
         self.participants: list[list[int]] = []
+        self.failures: dict[tuple[int, int], str] = {}
         self._exchanges: dict[tuple[int, int], tuple[int, int, bool]] = {}
         self._open: dict | None = None
 
@@ -284,6 +294,8 @@ class MessageLog:
         """
         rnd = self._require_open("record_reply")
         t, c = rnd["t"], int(client)
+        if (t, c) in self.failures:
+            raise ValueError(f"MessageLog.record_reply: client {c} was recorded as failed in round {t}.")
         returned = returned.detach()
         if not bool(torch.isfinite(returned).all()):
             raise NonFiniteError(
@@ -297,6 +309,35 @@ class MessageLog:
             rnd["total"] += p
             return True
         return False
+
+    def record_failure(self, client: int, reason: str) -> None:
+        """Record that sampled ``client`` did not reply in the open round (its node crashed, left
+        or missed the round's timeout): it is removed from the round's ``participants`` (which
+        then lists the clients that answered), ``reason`` is kept in :attr:`failures`, and
+        nothing of it enters the aggregate (:meth:`close_round` renormalises over the replies).
+        The client did receive the sent model (:meth:`sampled` still lists it).
+
+        Raises:
+            ValueError: ``client`` was not sampled this round, or already replied or failed.
+        """
+        rnd = self._require_open("record_failure")
+        t, c = rnd["t"], int(client)
+        if c not in self.participants[t]:
+            why = "already recorded as failed" if (t, c) in self.failures else "not sampled"
+            raise ValueError(f"MessageLog.record_failure: client {c} was {why} in round {t}; sampled clients are "
+                             f"{self.sampled(t)}.")
+        if (t, c) in self._exchanges:
+            raise ValueError(f"MessageLog.record_failure: client {c} already replied in round {t}.")
+        self.participants[t].remove(c)
+        self.failures[(t, c)] = str(reason)
+
+    def dropped(self, round: int) -> list[int]:
+        """The clients sampled in ``round`` that did not reply (see :meth:`record_failure`)."""
+        return sorted(c for (t, c) in self.failures if t == round)
+
+    def sampled(self, round: int) -> list[int]:
+        """C_s^t: the clients sampled in ``round``, whether they answered or not."""
+        return sorted(self.participants[round] + self.dropped(round))
 
     def close_round(self) -> Tensor:
         """Close the open round: θ^{t+1} = θ^t + η_g Σ_c p̃_c (θ_c^t − θ^t), with p̃_c the weights p_c
