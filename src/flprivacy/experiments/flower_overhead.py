@@ -1,19 +1,33 @@
-"""Benchmark: seconds per FedAvg round on Flower vs the in-process simulator (issue 15).
+"""Benchmark: seconds per FedAvg round, side by side, on four runners (issues 15 and 25).
 
-    python -m flprivacy.experiments.flower_overhead [--ray]
+    python -m flprivacy.experiments.flower_overhead [--ray-tries N] [--deploy-rounds R]
 
 The same federation (10 clients with 200 samples of 20 features, an MLP with 128 ReLU units,
-one full-batch local epoch) run by :func:`flprivacy.run_fedavg` and by
-:func:`flprivacy.flower.run_flower` on its in-process Grid (and, with ``--ray`` and Ray
-installed, on Flower's Simulation Engine). Flower's per-round time is the median of the rounds
-as its strategy timed them; the in-process one comes from a run of R rounds and one of 1 round,
-(t_R - t_1)/(R - 1); the start-up is the rest of the run's wall time. Writes
-``book/results/flower_overhead.json``.
+one full-batch local epoch) run by
+
+- ``in_process``: :func:`flprivacy.run_fedavg`;
+- ``flower_in_process_grid``: :func:`flprivacy.flower.run_flower` on its in-process Grid;
+- ``flower_deployment``: :func:`flprivacy.flower_deploy.deploy`, a loopback deployment
+  (``flower-superlink``, one ``flower-supernode`` per client, ``flwr run``), ``--deploy-rounds``
+  rounds (each round starts one ClientApp process per node: Flower's process isolation);
+- ``flower_ray``: ``run_flower(backend="ray")`` (Flower's Simulation Engine), tried
+  ``--ray-tries`` times, each in its own process killed after ``--ray-timeout`` s; every try's
+  outcome (finished, failed with its error, or timed out) is recorded, and the per-round time is
+  that of the fastest finished try (none if no try finished).
+
+Flower's per-round time is the median of the rounds as its strategy timed them; the in-process
+one comes from a run of R rounds and one of 1 round, (t_R - t_1)/(R - 1); the start-up is the
+rest of the run's wall time. Writes ``book/results/flower_overhead.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import torch
@@ -57,21 +71,92 @@ def _once(runner, rounds: int, **kw):
     return time.perf_counter() - t0, run
 
 
-def main(rounds: int = 8, ray: bool = False) -> dict:
+def time_deployment(rounds: int, seed: int = 0, timeout: float = 600.0, n_features: int = 20, hidden: int = 128) -> dict:
+    """Per-round and start-up seconds of :func:`federation` on a loopback Flower deployment (one run)."""
+    from ..flower_deploy import deploy
+
+    clients, _, local = federation(n_features=n_features, hidden=hidden, seed=seed)
+    run = deploy(("mlp", (n_features, hidden)), clients, rounds=rounds, local=local, seed=seed, timeout=timeout)
+    rs = run.settings["round_seconds"]
+    total = run.settings["wall_s"]
+    return {"per_round_s": sorted(rs)[len(rs) // 2], "startup_s": total - sum(rs), "rounds": rounds, "total_s": total,
+            "round_seconds": rs}
+
+
+_RAY_CHILD = """
+import json, os, sys, time
+from flprivacy.experiments.flower_overhead import federation, time_runs
+from flprivacy.flower import run_flower
+clients, model, local = federation()
+cfg = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"num_cpus": os.cpu_count()}}
+r = time_runs(lambda **k: run_flower(backend="ray", backend_config=cfg, **k), int(sys.argv[1]), repeats=1,
+              model=model, clients=clients, local=local, seed=0)
+import ray
+r["ray_version"] = ray.__version__
+print("RESULT " + json.dumps(r))
+"""
+
+
+def _kill_tree(p: subprocess.Popen) -> None:
+    """SIGKILL ``p``'s process group and every descendant (Ray's raylet, GCS and workers), by id."""
+    pids = []
+    with contextlib.suppress(Exception):
+        import psutil
+
+        pids = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    p.wait(timeout=30)
+
+
+def try_ray(rounds: int, tries: int, timeout: float) -> dict:
+    """Ray, ``tries`` times, each in a fresh process killed after ``timeout`` s: every outcome."""
+    outcomes, best = [], None
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-c", _RAY_CHILD, str(rounds)], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(p)
+            outcomes.append({"outcome": "timed out", "seconds": time.perf_counter() - t0})
+            continue
+        _kill_tree(p)  # Ray's daemons may outlive the driver
+        lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode == 0 and lines:
+            r = json.loads(lines[-1][len("RESULT "):])
+            outcomes.append({"outcome": "finished", "seconds": time.perf_counter() - t0})
+            best = r if best is None or r["per_round_s"] < best["per_round_s"] else best
+        else:
+            err = [ln for ln in out.splitlines() if "Error" in ln or "error" in ln][-3:]
+            outcomes.append({"outcome": f"failed (exit {p.returncode})", "seconds": time.perf_counter() - t0,
+                             "error": " | ".join(err)[-500:]})
+    return {"tries": outcomes, "finished": sum(o["outcome"] == "finished" for o in outcomes), "timeout_s": timeout,
+            "result": best}
+
+
+def main(rounds: int = 8, deploy_rounds: int = 3, ray_tries: int = 2, ray_timeout: float = 300.0) -> dict:
     from ..flower import run_flower
 
     clients, model, local = federation()
     kw = dict(model=model, clients=clients, local=local, seed=0)
     out = {"model_parameters": model.dim, "clients": len(clients),
            "in_process": time_runs(run_fedavg, rounds, **kw),
-           "flower_in_process_grid": time_runs(run_flower, rounds, **kw)}
-    if ray:
-        cfg = {"client_resources": {"num_cpus": 1, "num_gpus": 0.0}, "init_args": {"num_cpus": os.cpu_count()}}
-        out["flower_ray"] = time_runs(lambda **k: run_flower(backend="ray", backend_config=cfg, **k), rounds,
-                                      repeats=1, **kw)
+           "flower_in_process_grid": time_runs(run_flower, rounds, **kw),
+           "flower_deployment": time_deployment(deploy_rounds)}
+    if ray_tries > 0:
+        out["flower_ray"] = try_ray(rounds, ray_tries, ray_timeout)
     for name, v in out.items():
         if isinstance(v, dict):
-            print(f"{name:>24}: {1e3 * v['per_round_s']:8.1f} ms/round, start-up {v['startup_s']:6.2f} s")
+            v = v.get("result", v)
+            if v is None:
+                print(f"{name:>24}: no try finished")
+            else:
+                print(f"{name:>24}: {1e3 * v['per_round_s']:8.1f} ms/round, start-up {v['startup_s']:6.2f} s")
     return out
 
 
@@ -79,7 +164,9 @@ if __name__ == "__main__":
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--ray", action="store_true", help="also time Flower's Ray simulation engine (needs flwr[simulation])")
+    p.add_argument("--ray-tries", type=int, default=2, help="times to try Flower's Ray engine (0: skip)")
+    p.add_argument("--ray-timeout", type=float, default=300.0, help="seconds before a Ray try is killed")
+    p.add_argument("--deploy-rounds", type=int, default=3, help="rounds of the loopback deployment")
     args = p.parse_args()
-    res = main(ray=args.ray)
+    res = main(deploy_rounds=args.deploy_rounds, ray_tries=args.ray_tries, ray_timeout=args.ray_timeout)
     print("wrote", save_result("flower_overhead", res, seeds=[0], scale_="fixed"))
