@@ -5,7 +5,8 @@
 node loads only its own partition), submits the Flower App in ``deploy/`` with ``flwr run``,
 waits for the ServerApp to save the :class:`~flprivacy.log.MessageLog` its
 :class:`~flprivacy.flower.RecordingStrategy` recorded, and always kills every process it started
-(each in its own process group). All on 127.0.0.1 with ``--insecure`` transport.
+(each in its own process group), also when this process receives SIGTERM. All on 127.0.0.1
+with ``--insecure`` transport.
 
 The App's ``serverapp``/``clientapp`` (``deploy/flprivacy_app/apps.py``) are
 :func:`deployed_serverapp` and :func:`deployed_clientapp`, thin shells that build
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -277,12 +279,23 @@ def loopback(workdir: str | Path | None = None) -> Iterator[Deployment]:
     tmp = Path(tempfile.mkdtemp(prefix="flprivacy-deploy-")) if workdir is None else Path(workdir)
     tmp.mkdir(parents=True, exist_ok=True)
     dep = Deployment(tmp)
+    # SIGTERM (e.g. `kill` or a CI job's cancellation) would end this process without running the
+    # clean-up below and orphan the deployment: turn it into SystemExit while the processes live
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, _terminate)
     try:
         yield dep
     finally:
         dep.stop()
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
         if workdir is None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: int, local: LocalTrainer, seed: int = 0,
