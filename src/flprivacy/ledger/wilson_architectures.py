@@ -6,7 +6,7 @@ quality, measured by LPIPS and SSIM" as clients are added, and "this trend is co
 range of global models". App. H Figs. 22-23 show reconstructions for ResNet9 and ResNet18 (16
 images per client, three local iterations), without numbers.
 
-:func:`rows` reads ``part4_architectures.json`` (paper scale, :mod:`flprivacy.experiments.part4_architectures`)
+:func:`rows` reads ``part4_architectures.json`` (paper scale, ``flprivacy.experiments.part4_architectures``)
 for each model it holds at two or more numbers of clients, else the quick-scale file
 ``part4_architectures_quick.json``, else gives a "not run" row with the measured cost. The paper's
 ResNets are the authors' code's, without BatchNorm (``resnet9-nobn``, ``resnet18-nobn``): the
