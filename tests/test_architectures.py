@@ -196,7 +196,7 @@ def test_curves_groups_points():
 def test_rows_have_unique_ids_and_statuses():
     out = wa.rows()
     ids = [r.result_id for r in out]
-    assert len(ids) == len(set(ids)) == 5
-    assert set(ids) == {*wa.FIG5_IDS.values(), wa.CONSISTENT_ID, wa.APP_H_ID, wa.EXACT_ID}
+    assert len(ids) == len(set(ids)) == 6
+    assert set(ids) == {*wa.FIG5_IDS.values(), wa.LENET_ID, wa.CONSISTENT_ID, wa.APP_H_ID, wa.EXACT_ID}
     for r in out:
         assert r.chapter == wa.CHAPTER and (r.status == "reproduced" or r.reason)
