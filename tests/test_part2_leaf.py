@@ -70,10 +70,22 @@ def test_decode_mapping_replays_eq7(small):
     assert torch.allclose(out[steps], theta, atol=1e-6)  # the same Adam iterates as the attack's eq. (7)
     assert torch.equal(out[0], torch.stack([r.theta_init for r in small.results]))
     assert set(out) == {0, 5, steps}
+    assert torch.equal(out[5], decode_mapping(small.results, steps=5, lr=small.settings["mapping"]["decode_lr"])[5])
+
     with pytest.raises(ValueError, match="all the entries"):
         decode_mapping(small.results[1:], steps=1)
     with pytest.raises(ValueError, match="basis"):
         decode_mapping(small.results, steps=1, basis=torch.zeros(2, 3, 1))
+
+
+def test_decode_mapping_normalised_units():
+    g = torch.Generator().manual_seed(1)
+    sent = 3.0 + 2.0 * torch.randn(2, 12, 4, generator=g)
+    ret = sent - 0.1 * (sent - 1.0)
+    res = learned_mapping_reconstruction_batch([(sent[0], ret[0]), (sent[1], ret[1])], hidden=8, fit_steps=20,
+                                               decode_steps=15, normalize_inputs=True)
+    out = decode_mapping(res, steps=15)[15]
+    assert torch.allclose(out, torch.stack([r.theta for r in res]), atol=1e-6)
 
 
 def test_update_span_and_restricted_decode(small):
@@ -113,15 +125,22 @@ def test_true_update_full_batch(small):
     assert torch.allclose(diag.true_update(small, i, th, 0), small.settings["lr"] * grad, atol=1e-6)
 
 
-def test_probes_and_summary(small, monkeypatch):
-    monkeypatch.setattr(diag, "DECODE_CHECKPOINTS", (0, 10))
-    rows = diag.probes(small, 3)
+def test_probes_and_summary(small):
+    rows = diag.probes(small, 3, checkpoints=(0, 10))
     for r, res, M in zip(rows, small.results, small.messages):
         c = r["client"]
         data = small.fed.clients[c]
         assert r["acc_decode_0"] == small.model.accuracy(M.returned[-1], data.X, data.y)
         assert r["dist_last_to_optimum"] == pytest.approx(float((M.returned[-1] - small.optima[c]).norm()))
         assert set(k for k in r if k.startswith("G_error_")) == {f"G_error_{x}" for x in diag.LAMBDAS}
+        assert set(k for k in r if k.startswith("acc_decode_")) == {"acc_decode_0", "acc_decode_10"}
+        i = small.keys.index((r["local_steps"], c))
+        last = M.returned[-1]
+        scale = (M.sent - M.returned).pow(2).sum(1).mean().sqrt()
+        for lam in (0.0, 1.0):
+            th = last + lam * (small.optima[c] - last)
+            want = (res.predict(th) - diag.true_update(small, i, th, 3)).norm() / scale
+            assert r[f"G_error_{lam}"] == pytest.approx(float(want), rel=1e-5)
     recs = [{"variant": "book settings", "seed": s, "local_steps": 1, "client": c, "acc_last_returned": 0.5,
              "acc_decoded": 0.6 + 0.1 * s, "acc_local_optimum": 1.0} for s in (0, 1) for c in (0, 1)]
     recs += [{**r, "variant": "T = 20 rounds", "acc_decoded": 0.4} for r in recs]

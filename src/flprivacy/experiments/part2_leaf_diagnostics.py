@@ -64,11 +64,12 @@ def true_update(a: LeafAttack, i: int, theta: torch.Tensor, seed: int) -> torch.
                         for _ in range(TRUE_UPDATE_DRAWS)]).mean(0)
 
 
-def probes(a: LeafAttack, seed: int) -> list[dict]:
-    """Decode curve, span-restricted decoding and G's error along the segment to θ*, per attack."""
+def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPOINTS) -> list[dict]:
+    """Decode curve (accuracy after each of ``checkpoints`` Adam steps of eq. 7), span-restricted
+    decoding and G's error along the segment to θ* (relative to the RMS observed update), per attack."""
     acc = a.model.accuracy
-    curve = decode_mapping(a.results, steps=max(DECODE_CHECKPOINTS), lr=a.settings["mapping"]["decode_lr"],
-                           checkpoints=DECODE_CHECKPOINTS)
+    curve = decode_mapping(a.results, steps=max(checkpoints), lr=a.settings["mapping"]["decode_lr"],
+                           checkpoints=checkpoints)
     basis = update_span(a.messages, SPAN_RTOL)
     span = decode_mapping(a.results, steps=a.settings["mapping"]["decode_steps"],
                           lr=a.settings["mapping"]["decode_lr"], basis=basis)[a.settings["mapping"]["decode_steps"]]
@@ -81,7 +82,7 @@ def probes(a: LeafAttack, seed: int) -> list[dict]:
                                "acc_decoded_span": acc(span[i], data.X, data.y),
                                "dist_last_to_optimum": float((last - star).norm()),
                                "dist_decoded_to_optimum": float((r.theta - star).norm())}
-        for k in DECODE_CHECKPOINTS:
+        for k in checkpoints:
             row[f"acc_decode_{k}"] = acc(curve[k][i], data.X, data.y)
         for lam in LAMBDAS:
             th = last + lam * (star - last)

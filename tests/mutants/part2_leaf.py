@@ -1,0 +1,56 @@
+"""Plausible bugs in Table 1 on LEAF (Xu & Neglia §4) and its controlled experiments.
+
+Run from the repository root (in a private clone):
+
+    PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/part2_leaf.py
+
+Each mutant breaks one step; ``why`` names it.
+"""
+
+import sys
+
+from tools.mutation import Mutant
+
+LEAF = "src/flprivacy/experiments/part2_leaf.py"
+DIAG = "src/flprivacy/experiments/part2_leaf_diagnostics.py"
+REC = "src/flprivacy/attacks/reconstruction.py"
+XUL = "src/flprivacy/ledger/xu_neglia.py"
+
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "tests/test_part2_leaf.py"]
+
+MUTANTS = [
+    Mutant("epochs_read_as_steps", LEAF, 'return LocalSGD(lr=s["lr"], batch_size=s["batch_size"], epochs=steps)',
+           'return LocalSGD(lr=s["lr"], batch_size=s["batch_size"], steps=steps)',
+           "Algo. 2: E epochs of ⌈S_c/B⌉ steps read as E SGD steps"),
+    Mutant("mapping_override_replaces", LEAF, 's[k] = {**s[k], **v} if k == "mapping" else v', 's[k] = v',
+           "overrides of the mapping replace its other settings instead of merging"),
+    Mutant("data_seed_ignored", LEAF, "seed=seed if data_seed is None else data_seed", "seed=seed",
+           "the fixed data draw silently follows the training seed"),
+    Mutant("ceiling_unregularised_start", LEAF,
+           'optima = [regularised_optimum(model, data, OPTIMUM["l2"], OPTIMUM["lbfgs_iterations"]) for data in fed.clients]',
+           'optima = [regularised_optimum(model, data, OPTIMUM["l2"], 1) for data in fed.clients]',
+           "true local optimum: L-BFGS stopped after one iteration"),
+    Mutant("ceiling_wrong_client", LEAF, '"acc_local_optimum": a.model.accuracy(a.optima[c], data.X, data.y)',
+           '"acc_local_optimum": a.model.accuracy(a.optima[0], data.X, data.y)',
+           "ceiling scored with client 0's optimum"),
+    Mutant("decode_basis_not_added", REC, "return z0 + torch.bmm(basis, a[:, :, None])[:, :, 0] if basis is not None else a",
+           "return torch.bmm(basis, a[:, :, None])[:, :, 0] if basis is not None else a",
+           "span-restricted eq. (7) forgets its starting point"),
+    Mutant("checkpoint_off_by_one", REC, "if i + 1 in marks:", "if i in marks:",
+           "decode curve: iterate recorded one step early"),
+    Mutant("span_threshold_absolute", REC, "bases.append(vh[sv >= rtol * sv[0]].T)", "bases.append(vh[sv >= rtol].T)",
+           "update span: singular-value cut not relative to the largest"),
+    Mutant("span_rows_not_columns", REC, "bases.append(vh[sv >= rtol * sv[0]].T)", "bases.append(vh[:, sv >= rtol * sv[0]])",
+           "update span: left/right singular vectors confused"),
+    Mutant("decode_units_unscaled", REC, "return {k: z * G.in_scale[:, None] + G.center for k, z in snaps.items()}",
+           "return {k: z + G.center for k, z in snaps.items()}", "decoded models left in normalised units"),
+    Mutant("true_update_sign", DIAG, "return torch.stack([theta - a.local[steps](a.model, theta, a.fed.clients[c], gen)",
+           "return torch.stack([a.local[steps](a.model, theta, a.fed.clients[c], gen) - theta",
+           "true update θ_c - θ instead of θ - θ_c"),
+    Mutant("segment_reversed", DIAG, "th = last + lam * (star - last)", "th = star + lam * (last - star)",
+           "θ_λ measured from the optimum instead of the last returned model"),
+    Mutant("summary_gain_sign", DIAG, '"gain": dec - last', '"gain": last - dec', "gain of decoding with its sign flipped"),
+    Mutant("summary_seeds_rows", DIAG, '"seeds": len({r["seed"] for r in rs})', '"seeds": len(rs)',
+           "number of seeds counted as records"),
+]
