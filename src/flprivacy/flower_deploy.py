@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -139,6 +140,13 @@ class Deployment:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
 
+    def shown(self, argv: Sequence[str]) -> str:
+        """``argv`` as a reader types it in the repository's root: the program's name, the App
+        folder as ``deploy``, this deployment's folder as ``work`` and shell quoting."""
+        args = [Path(argv[0]).name, *argv[1:]]
+        args = [a.replace(str(APP_DIR), "deploy").replace(str(self.workdir), "work") for a in args]
+        return shlex.join(args)
+
     def _env(self) -> dict[str, str]:
         env = dict(os.environ, FLWR_HOME=str(self.workdir / "flwr_home"), PYTHONUNBUFFERED="1",
                    OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
@@ -146,7 +154,7 @@ class Deployment:
         return env
 
     def _start(self, name: str, argv: list[str]) -> subprocess.Popen:
-        self.commands.append(" ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv)))
+        self.commands.append(self.shown(argv))
         log = open(self.workdir / f"{name}.log", "wb")
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self._env(), cwd=self.workdir,
                              start_new_session=True)
@@ -186,7 +194,7 @@ class Deployment:
 
     def flwr_run(self, spec: Path, out: Path, timeout: float = 60.0) -> subprocess.CompletedProcess:
         argv = [str(_BIN / "flwr"), "run", str(APP_DIR), "local", "--run-config", f'spec="{spec}" out="{out}"']
-        self.commands.append(" ".join(["flwr"] + argv[1:]))
+        self.commands.append(f"FLWR_HOME=work/flwr_home {self.shown(argv)}")  # the connection file's folder
         return subprocess.run(argv, env=self._env(), cwd=self.workdir, capture_output=True, text=True,
                               timeout=timeout)
 
@@ -313,7 +321,8 @@ def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: i
     files)`` runs while the rounds run, e.g. to kill a SuperNode (``dep.kill("supernode2")``) or
     start one late (``dep.start_supernode(c, files[c])``).
 
-    ``settings["commands"]`` lists the commands run (as a reader would type them) and
+    ``settings["commands"]`` lists the commands run, as a reader would type them in the
+    repository's root with the deployment's folder as ``work`` (:meth:`Deployment.shown`), and
     ``settings["wall_s"]`` the wall time from the SuperLink's start to the saved log.
     Raises :class:`DeploymentError` (with the processes' log tails) after ``timeout`` s.
     """
