@@ -11,7 +11,7 @@ from flprivacy.attacks.reconstruction import decode_mapping, learned_mapping_rec
 from flprivacy.experiments import part2_leaf_diagnostics as diag
 from flprivacy.experiments.part2_leaf import attack_seed, local_rule, rows_of
 
-SMALL = {"rounds": 6, "local_steps": (1, 2),
+SMALL = {"local_unit": "steps", "rounds": 6, "local_steps": (1, 2),
          "mapping": {"hidden": 16, "fit_steps": 30, "decode_steps": 25}}
 
 
@@ -26,7 +26,7 @@ def test_local_rule_steps_and_epochs():
     assert local_rule(2, {**s, "local_unit": "epochs"}).n_steps(1536) == 12
     assert local_rule(2, {**s, "local_unit": "epochs"}).n_steps(184) == 2
     assert local_rule(2, {**s, "local_unit": "steps"}).n_steps(1536) == 2
-    assert local_rule(3, s).n_steps(280) == 3  # the default unit is "steps"
+    assert local_rule(3, s).n_steps(280) == 3  # without a local_unit: SGD steps
     with pytest.raises(ValueError, match="local_unit"):
         local_rule(1, {**s, "local_unit": "rounds"})
 
@@ -141,11 +141,11 @@ def test_probes_and_summary(small):
             th = last + lam * (small.optima[c] - last)
             want = (res.predict(th) - diag.true_update(small, i, th, 3)).norm() / scale
             assert r[f"G_error_{lam}"] == pytest.approx(float(want), rel=1e-5)
-    recs = [{"variant": "book settings", "seed": s, "local_steps": 1, "client": c, "acc_last_returned": 0.5,
+    recs = [{"variant": next(iter(diag.VARIANTS)), "seed": s, "local_steps": 1, "client": c, "acc_last_returned": 0.5,
              "acc_decoded": 0.6 + 0.1 * s, "acc_local_optimum": 1.0} for s in (0, 1) for c in (0, 1)]
     recs += [{**r, "variant": "T = 20 rounds", "acc_decoded": 0.4} for r in recs]
     out = diag.summary(recs)
-    assert [o["variant"] for o in out] == ["book settings", "T = 20 rounds"]
+    assert [o["variant"] for o in out] == [next(iter(diag.VARIANTS)), "T = 20 rounds"]
     assert out[0]["decoded"] == pytest.approx(65.0) and out[0]["gain"] == pytest.approx(15.0)
     assert out[1]["gain"] == pytest.approx(-10.0) and out[0]["local_optimum"] == 100.0 and out[0]["seeds"] == 2
     with pytest.raises(ValueError, match="unknown variant"):

@@ -38,10 +38,12 @@ SETTINGS: dict[str, dict] = {
     # Xu & Neglia 2021, §4 and Table 1
     "leaf_table1": {
         "sizes": (280, 184, 1536, 256, 208), "n_features": 10, "n_classes": 2, "n_clusters": 5,
-        "batch_size": 256, "lr": 0.01, "local_steps": (1, 5, 10), "seeds": 10,
+        "batch_size": 256, "lr": 0.01, "local_steps": (1, 5, 10), "local_unit": "epochs", "seeds": 10,
         "rounds": 50, "weighting": "size",
         "mapping": {"hidden": 1000, "fit_steps": 1000, "fit_lr": 1e-3, "decode_steps": 2000, "decode_lr": 1e-2},
-        "ours": {"rounds": "not given in the paper", "weighting": "not given (FedAvg's p_c ∝ S_c)",
+        "ours": {"local_unit": "Table 1's 'local steps' as the epochs E of the paper's Algo. 2 (and of the group's "
+                               "FedEM code, whose local_steps are epochs)",
+                 "rounds": "not given in the paper", "weighting": "not given (FedAvg's p_c ∝ S_c)",
                  "mapping": "architecture and optimiser from the paper; step counts and learning rates ours",
                  "data": "LEAF's generator, a fresh draw per seed (the paper's draw is not published)"},
     },

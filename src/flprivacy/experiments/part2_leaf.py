@@ -4,7 +4,7 @@
 
 Five clients (280/184/1536/256/208 samples, 10 features, 2 classes, 5 clusters), multinomial
 logistic regression (d = 22), FedAvg with batch size 256, learning rate 0.01 and 1, 5 or 10 local
-steps. The eavesdropper attacks every client from all her messages; we report each client's
+steps, read as the local epochs E of the paper's Algo. 2 (:data:`LOCAL_UNITS`). The eavesdropper attacks every client from all her messages; we report each client's
 train accuracy of the last model she returned, of the decoded model θ̂_c^*, and of her true local
 optimum (the ceiling: what a perfect decoder would reach). Settings:
 ``SETTINGS["leaf_table1"]``; the paper's numbers: :data:`flprivacy.ledger.xu_neglia.PAPER_TABLE1`. Writes
@@ -78,8 +78,8 @@ def attack_seed(seed: int, labels: str = "argmax", *, data_seed: int | None = No
     ``SETTINGS["leaf_table1"]`` (``"mapping"`` entries are merged)."""
     s = dict(SETTINGS["leaf_table1"])
     for k, v in (overrides or {}).items():
-        if k not in s and k != "local_unit":
-            raise ValueError(f"overrides: unknown setting {k!r}; expected one of {sorted(s)} or 'local_unit'.")
+        if k not in s:
+            raise ValueError(f"overrides: unknown setting {k!r}; expected one of {sorted(s)}.")
         s[k] = {**s[k], **v} if k == "mapping" else v
     fed = leaf_synthetic(s["sizes"], s["n_features"], s["n_classes"], s["n_clusters"],
                          seed=seed if data_seed is None else data_seed, labels=labels)
