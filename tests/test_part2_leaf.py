@@ -150,3 +150,22 @@ def test_probes_and_summary(small):
     assert out[1]["gain"] == pytest.approx(-10.0) and out[0]["local_optimum"] == 100.0 and out[0]["seeds"] == 2
     with pytest.raises(ValueError, match="unknown variant"):
         diag.run_variant("nope", [0])
+
+
+def test_table1_variants_rule():
+    from flprivacy.ledger.xu_neglia import _variants_sentence, table1_variants
+
+    recs = []
+    for v, dec in (("a", 0.75), ("b", 0.6)):
+        for s in (1, 5, 10):
+            for seed in (0, 1):
+                for c in range(5):
+                    recs.append({"variant": v, "seed": seed, "local_steps": s, "client": c,
+                                 "acc_last_returned": 0.6, "acc_decoded": dec})
+    out = table1_variants(recs)
+    assert list(out) == ["a", "b"]
+    assert out["a"]["gains"] == pytest.approx([15.0] * 3) and out["a"]["mean_gain"] == pytest.approx(15.0)
+    assert out["a"]["verdict"].ok and not out["b"]["verdict"].ok and out["a"]["seeds"] == 2
+    text = _variants_sentence({"data": {"seeds": 2, "records": recs}})
+    assert "a +15.0" in text and "b +0.0" in text
+    assert _variants_sentence(None) == ""

@@ -54,3 +54,11 @@ MUTANTS = [
     Mutant("summary_seeds_rows", DIAG, '"seeds": len({r["seed"] for r in rs})', '"seeds": len(rs)',
            "number of seeds counted as records"),
 ]
+MUTANTS += [
+    Mutant("variants_gain_sign", XUL,
+           'gains = [t["acc"][(s, "decoded")][-1] - t["acc"][(s, "last returned")][-1] for s in t["steps"]]',
+           'gains = [t["acc"][(s, "last returned")][-1] - t["acc"][(s, "decoded")][-1] for s in t["steps"]]',
+           "controlled experiments: gain of decoding with its sign flipped"),
+    Mutant("variants_upper_end", XUL, '"verdict": at_least(mean(gains), GAIN_RANGE[0],',
+           '"verdict": at_least(mean(gains), GAIN_RANGE[1],', "§4's claim decided on the upper end (20) of its range"),
+]

@@ -461,8 +461,8 @@ def _table1_rows(rec: Mapping[str, Any] | None) -> list[Row]:
                     chapter=CH_LEARNED, data="synthetic (as in the paper)") for i in ids + claims]
     t = table1_numbers(rec["data"]["records"])
     n = t["seeds"]
-    why = ("a fresh LEAF draw per seed with the stated argmax labels; the paper's draw, rounds and mapping steps "
-           "are not published")
+    why = ("a fresh LEAF draw per seed with the stated argmax labels, 'local steps' as Algo. 2's epochs; §4 states "
+           "the map ('one hidden layer of size 1000', 'Adam') but no rounds (ours 50) and no step counts for eqs. (6)-(7)")
     tested = _variants_sentence(record_or_none("part2_leaf_diagnostics", "quick"))
     common = dict(paper=PAPER, data="synthetic (as in the paper)", record=rec, chapter=CH_LEARNED)
     out = []
