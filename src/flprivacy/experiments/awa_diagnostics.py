@@ -27,7 +27,8 @@ image's global means, variances and covariance; :func:`global_ssim`):
 - a ReLU CNN (the book's small CNN with ReLU, 32x32, width 16) in cases 1 and 4 with Table
   III's Q, DLG against AWA, N = 4 (the quick model is a sigmoid CNN on 16x16, where L2 matching is easiest).
 
-Writes ``book/results/awa_diagnostics.json`` (fixed scale), saved after every run.
+Writes ``book/results/awa_diagnostics.json`` (fixed scale), saved after every run; a rerun with the
+same ``--iterations`` keeps the finished runs and adds the missing ones (``--only`` reruns named ones).
 """
 
 from __future__ import annotations
@@ -153,9 +154,21 @@ def variants() -> list[Variant]:
         replace(base, name="DLG as Zhu et al.", init="normal", clamp=False, soft_labels=True, optimizer="lbfgs",
                 gradient_scale=True, change="Zhu et al.'s code: N(0, 1) start, no clamp, soft labels learned jointly, "
                 "L-BFGS, gradient matching"),
+        replace(base, name="DLG, gradient scale", gradient_scale=True,
+                change="loss divided by η² (gradients matched, not η·gradients), the sigmoid row's other change"),
+        replace(base, name="DLG, N(0, 1) start, no clamp", init="normal", clamp=False,
+                change="Zhu et al.'s start alone: N(0, 1) pixels, never clamped (Adam, known labels)"),
+        replace(base, name="DLG, L-BFGS", optimizer="lbfgs", clamp=False, gradient_scale=True,
+                change="Zhu et al.'s optimiser alone: L-BFGS on gradient matching (uniform start, known labels)"),
         replace(base, name="DLG, sigmoid ResNet-18", model="resnet18-sigmoid", gradient_scale=True,
                 change="sigmoid activations (the ResNet of Zhu et al.'s code), loss divided by η² (its update is "
                 "so small that Adam's ε = 1e-8 would dominate)"),
+        replace(awa_, name="AWA, sigmoid ResNet-18", model="resnet18-sigmoid", gradient_scale=True,
+                change="as above, AWA with Table III's Q (case 1)"),
+        replace(base, name="DLG, sigmoid ResNet-18, N = 4", model="resnet18-sigmoid", gradient_scale=True,
+                n_images=4, change="sigmoid ResNet-18 with Table IV's N = 4 images"),
+        replace(awa_, name="AWA, sigmoid ResNet-18, N = 4", model="resnet18-sigmoid", gradient_scale=True,
+                n_images=4, change="as above, AWA with Table III's Q (case 1)"),
         replace(base, name="DLG, BatchNorm eval mode", model="resnet18-bn-eval", gradient_scale=True,
                 change="BatchNorm normalising with a fresh model's running statistics (mean 0, variance 1) "
                 "instead of the batch's, loss divided by η² (as for the sigmoid model)"),
@@ -276,7 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=positive_int, default=200,
                         help="objective evaluations per run (Adam steps; L-BFGS closure calls)")
-    parser.add_argument("--only", default=None, help="comma-separated variant names to (re)run; others are kept")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                        help="variant names to (re)run, each one argument (quote it); the others are kept")
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
@@ -286,11 +300,17 @@ def main(argv: list[str] | None = None) -> None:
     seed = child_seed(base_seed(), 100)
     path = result_path("awa_diagnostics", "fixed")
     runs: dict = {}
+    before = 0.0  # seconds of the runs kept from an earlier invocation
     if path.is_file():
         old = json.load(open(path))["data"]
         if old.get("iterations") == args.iterations:
             runs = old.get("runs", {})
-    only = None if args.only is None else {s.strip() for s in args.only.split(",")}
+            before = float(old.get("seconds", 0.0))
+    only = None if args.only is None else set(args.only)
+    unknown = (only or set()) - {v.name for v in variants()}
+    if unknown:
+        raise SystemExit(f"awa_diagnostics: unknown variant(s) {sorted(unknown)}; choose from "
+                         f"{[v.name for v in variants()]}.")
     t0 = time.perf_counter()
     for v in variants():
         if (only is not None and v.name not in only) or (only is None and v.name in runs):
@@ -303,7 +323,7 @@ def main(argv: list[str] | None = None) -> None:
         order = [w.name for w in variants() if w.name in runs]
         data = dict(runs={k: runs[k] for k in order}, iterations=args.iterations, seed=seed, client_lr=1e-3,
                     attack_lr=0.1, side=32, paper_case_1={m: TABLE_IV["case 1"][m] for m in ("DLG", "AWA")},
-                    seconds=time.perf_counter() - t0)
+                    seconds=before + time.perf_counter() - t0)
         save_result("awa_diagnostics", data, seeds=[seed], scale_="fixed")
     print(f"wrote awa_diagnostics in {time.perf_counter() - t0:.0f} s")
 

@@ -488,7 +488,7 @@ def rows() -> list[Row]:
         best = {m: max((v["ssim"] for v in res18.values() if v["method"] == m), default=None) for m in ("DLG", "AWA")}
         verdicts = [diagnostic_verdict("case 1", m, b) for m, b in best.items() if b is not None]
         if verdicts:
-            add("Song Table IV case 1 at ResNet-18, reduced budget (controlled experiments)", QUOTES["Table IV"],
+            add("Song Table IV at ResNet-18, case 1, reduced budget (controlled experiments)", QUOTES["Table IV"],
                 f"case 1 SSIM: DLG {TABLE_IV['case 1']['DLG']['ssim']:g}, AWA {TABLE_IV['case 1']['AWA']['ssim']:g}",
                 f"ResNet-18, 32x32, N = {min(v['n_images'] for v in res18.values())}, "
                 f"{diag['data']['iterations']} iterations, one change at a time: "
