@@ -374,7 +374,9 @@ def layer_weights(pred: Tensor, target: Tensor, layers: Sequence[Layer], Q: AWAW
 
 def weighted_distance(pred: Tensor, target: Tensor, layers: Sequence[Layer], weights: Tensor) -> Tensor:
     """Σ_l q^(l) ‖Δθ̂^(l) - Δθ^(l)‖² (Song eq. 23); with all weights 1 it is DLG's eq. 10
-    (:func:`flprivacy.attacks.inversion.update_distance` with ``kind="l2"``)."""
+    (:func:`flprivacy.attacks.inversion.update_distance` with ``kind="l2"``). Computed as one
+    weighted elementwise sum over θ (each parameter carries its layer's weight), which equals
+    the per-layer sum up to rounding and avoids slicing the update layer by layer."""
     where = "weighted_distance"
     pred = as_tensor("pred", pred, where=where, ndim=1, floating=True)
     if not pred.requires_grad:
