@@ -78,3 +78,14 @@ def test_bad_tables_are_refused_with_the_fix():
         style(pd.DataFrame({"run_id": [3_870_000_000_000_000_000 // 1000]}))
     # a seed column under another name is dropped when named
     assert list(style(pd.DataFrame({"rng": [2**40], "v": [1.0]}), seeds=["rng"]).data.columns) == ["v"]
+
+
+def test_text_columns_are_left_aligned_and_wrap():
+    df = pd.DataFrame({"attack": ["a long name of an attack"], "acc": [0.5], "what we found": ["a sentence " * 8]})
+    s = style(df, percent=["acc"])
+    html = s.to_html()
+    css = {k: [p for p in v] for k, v in ((t["selector"], t["props"]) for t in s.table_styles)}
+    left = [sel for sel, props in css.items() if ("white-space", "normal") in props]
+    assert len(left) == 2 and ".col0" in " ".join(left) and ".col2" in " ".join(left)   # the two text columns
+    assert not any(".col1" in sel for sel in left)                                       # numbers stay right
+    assert "white-space: normal" in html

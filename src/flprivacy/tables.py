@@ -9,7 +9,9 @@
 - no index column; seed columns are never shown (a seed is an identifier, not a result);
 - a mean with its spread reads "73.2 ± 1.1 % (3 seeds)" only when it was measured on more than
   one seed; a single-seed value reads "73.2 % (1 seed)", never "± 0.00";
-- cells padded (CSS), so adjacent numbers never run together.
+- cells padded (CSS), so adjacent numbers never run together; columns of text (an attack's
+  name, a verdict, a command) are left-aligned and wrap, so that a long sentence does not
+  widen the table past a narrow screen.
 
 Example::
 
@@ -27,7 +29,7 @@ from numbers import Integral, Real
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-__all__ = ["style", "format_number", "SEED_COLUMNS", "CELL_CSS"]
+__all__ = ["style", "format_number", "SEED_COLUMNS", "CELL_CSS", "TEXT_CSS"]
 
 #: Column names dropped as seeds (case-insensitive) unless ``seeds=`` names others.
 SEED_COLUMNS = ("seed", "seeds", "base_seed", "random_state")
@@ -41,6 +43,10 @@ CELL_CSS = [
     {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
                                       ("font-size", "0.9em"), ("padding-top", "0.4em")]},
 ]
+
+#: The CSS of a text column (left-aligned, wrapping, top-aligned), set on its header and cells.
+TEXT_CSS = [{"selector": "", "props": [("text-align", "left"), ("white-space", "normal"),
+                                        ("vertical-align", "top"), ("min-width", "6em")]}]
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -72,6 +78,14 @@ def format_number(value: object, decimals: int = 2) -> str:
             return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
         return f"{v:,.{decimals}f}"
     return str(value)
+
+
+def _is_text(column: pd.Series) -> bool:
+    """True for a column of words (strings), not numbers: it is left-aligned and wraps."""
+    if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return False
+    values = column.dropna()
+    return len(values) > 0 and all(isinstance(v, str) for v in values)
 
 
 def _decimals_for(decimals: int | Mapping[str, int], col: str) -> int:
@@ -200,10 +214,14 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
         header = f"{col} ({units[col]})" if col in units else str(col)
         shown[header] = [cell(i) for i in table.index]
 
+    text_cols = [i for i, col in enumerate(c for c in table.columns if c not in drop and c not in sd.values())
+                 if _is_text(table[col])]
     notes = [caption] if caption else []
     if missing:
         notes.append(f"n/a: {na}")
     styler = shown.style.hide(axis="index").set_table_styles(CELL_CSS)
+    if text_cols:
+        styler = styler.set_table_styles({shown.columns[i]: TEXT_CSS for i in text_cols}, overwrite=False)
     if notes:
         styler = styler.set_caption(" ".join(notes))
     return styler
