@@ -169,3 +169,15 @@ def test_table1_variants_rule():
     text = _variants_sentence({"data": {"seeds": 2, "records": recs}})
     assert "a +15.0" in text and "b +0.0" in text
     assert _variants_sentence(None) == ""
+
+
+def test_table1_numbers_ceiling():
+    from flprivacy.ledger.xu_neglia import table1_claims, table1_numbers
+
+    recs = [{"seed": seed, "local_steps": s, "client": c, "acc_last_returned": 0.8, "acc_decoded": 0.8,
+             "acc_local_optimum": 0.99} for seed in (0, 1) for s in (1, 5, 10) for c in range(5)]
+    t = table1_numbers(recs)
+    assert t["ceiling"] == pytest.approx(99.0)
+    gain = table1_claims(t)[1]["verdict"]
+    assert not gain.ok and "99.0%" in gain.reason
+    assert table1_numbers([{k: v for k, v in r.items() if k != "acc_local_optimum"} for r in recs])["ceiling"] is None

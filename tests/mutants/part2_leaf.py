@@ -62,3 +62,7 @@ MUTANTS += [
     Mutant("variants_upper_end", XUL, '"verdict": at_least(mean(gains), GAIN_RANGE[0],',
            '"verdict": at_least(mean(gains), GAIN_RANGE[1],', "§4's claim decided on the upper end (20) of its range"),
 ]
+MUTANTS += [
+    Mutant("ceiling_from_decoded", XUL, '100 * mean(r["acc_local_optimum"] for r in recs)',
+           '100 * mean(r["acc_decoded"] for r in recs)', "ledger: the ceiling read from the decoded models"),
+]
