@@ -463,10 +463,15 @@ def frame(rows: Iterable[Row], columns: Mapping[str, str] | None = None) -> Any:
 
 def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequence[str] | None = None,
           columns: Mapping[str, str] | None = None) -> Any:
-    """The committed ledger's verdicts for a chapter (or an id prefix, or ids), as a styled table
-    without index: what a chapter shows instead of typed verdicts."""
+    """The committed ledger's verdicts for a chapter (or an id prefix, or ids), as a table in the
+    book's style (``flprivacy.tables.style``): what a chapter shows instead of typed verdicts."""
+    from flprivacy.tables import style
+
     df = frame(select(load(), chapter=chapter, prefix=prefix, ids=ids), columns)
-    return df.style.hide(axis="index")
+    if "why not" in df:
+        df["why not"] = df["why not"].fillna("")   # a reproduced row needs no reason
+    return style(df, caption="Verdicts of the committed ledger (book/results/ledger.json, built by "
+                             "`python -m flprivacy.ledger` from the result files; its rules are in flprivacy.ledger).")
 
 
 def verdict_of(result_id: str) -> Verdict:
