@@ -89,3 +89,8 @@ def test_text_columns_are_left_aligned_and_wrap():
     assert len(left) == 2 and ".col0" in " ".join(left) and ".col2" in " ".join(left)   # the two text columns
     assert not any(".col1" in sel for sel in left)                                       # numbers stay right
     assert "white-space: normal" in html
+
+
+def test_caption_and_footnote_read_as_two_sentences():
+    html = style(pd.DataFrame({"acc": [np.nan, 0.2]}), na="not run", caption="Table 1, ours").to_html()
+    assert "Table 1, ours. n/a: not run" in html

@@ -216,7 +216,7 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
 
     text_cols = [i for i, col in enumerate(c for c in table.columns if c not in drop and c not in sd.values())
                  if _is_text(table[col])]
-    notes = [caption] if caption else []
+    notes = [caption if caption.rstrip().endswith((".", "!", "?")) else caption.rstrip() + "."] if caption else []
     if missing:
         notes.append(f"n/a: {na}")
     styler = shown.style.hide(axis="index").set_table_styles(CELL_CSS)
