@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 
+import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
@@ -63,7 +64,7 @@ def format_number(value: object, decimals: int = 2) -> str:
         raise ValueError(f"decimals must be a non-negative integer, got {decimals!r}")
     if value is None:
         return "n/a"
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, Integral):
         return f"{int(value):,}"
@@ -197,11 +198,11 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
             v = table.at[i, col]
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 return "n/a"
-            if not isinstance(v, (Real, bool)) or isinstance(v, bool) or scale == 1.0:
+            if not isinstance(v, Real) or isinstance(v, (bool, np.bool_)) or scale == 1.0:
                 text = format_number(v, d)
             else:
                 text = format_number(float(v) * scale, d)
-            if isinstance(v, (Real,)) and not isinstance(v, bool):
+            if isinstance(v, Real) and not isinstance(v, (bool, np.bool_)):
                 text += suffix
             if col in sd:
                 k = int(n_per_row[i])
