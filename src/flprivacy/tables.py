@@ -38,7 +38,7 @@ SEED_COLUMNS = ("seed", "seeds", "base_seed", "random_state")
 #: The CSS every styled table carries (padded cells, right-aligned numbers, a rule under the header).
 CELL_CSS = [
     {"selector": "th, td", "props": [("padding", "0.3em 0.8em"), ("text-align", "right"),
-                                     ("white-space", "nowrap")]},
+                                     ("white-space", "nowrap"), ("vertical-align", "top")]},
     {"selector": "th", "props": [("border-bottom", "1px solid #888"), ("font-weight", "600")]},
     {"selector": "td:first-child, th:first-child", "props": [("text-align", "left")]},
     {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
