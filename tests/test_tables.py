@@ -99,3 +99,9 @@ def test_caption_and_footnote_read_as_two_sentences():
 def test_boolean_columns_read_yes_no():
     s = style(pd.DataFrame({"d": [3, 4], "refused": np.array([True, False])}))
     assert cells(s) == [["3", "yes"], ["4", "no"]]
+
+
+def test_numbers_formatted_by_the_caller_stay_right_aligned():
+    df = pd.DataFrame({"q": ["error", "AIA"], "v": ["3.16 × 10⁻¹⁴", "25.7 %"], "w": ["-63.538", "n/a"]})
+    left = " ".join(t["selector"] for t in style(df).table_styles if ("white-space", "normal") in t["props"])
+    assert ".col0" in left and ".col1" not in left and ".col2" not in left

@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 
@@ -48,6 +49,8 @@ CELL_CSS = [
 #: The CSS of a text column (left-aligned, wrapping, top-aligned), set on its header and cells.
 TEXT_CSS = [{"selector": "", "props": [("text-align", "left"), ("white-space", "normal"),
                                         ("vertical-align", "top"), ("min-width", "6em")]}]
+
+_NUMBER_TEXT = re.compile(r"^[−+-]?\d[\d,.]*( × 10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?( ?%)?$")
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -86,7 +89,10 @@ def _is_text(column: pd.Series) -> bool:
     if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
         return False
     values = column.dropna()
-    return len(values) > 0 and all(isinstance(v, str) for v in values)
+    if not (len(values) > 0 and all(isinstance(v, str) for v in values)):
+        return False
+    # numbers the caller formatted ("3.16 × 10⁻¹⁴", "25.7 %", "n/a") stay right-aligned like numbers
+    return not all(_NUMBER_TEXT.match(v) or v == "n/a" for v in values)
 
 
 def _decimals_for(decimals: int | Mapping[str, int], col: str) -> int:
