@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from flprivacy import ClientData, LocalSGD, lenet5, linear_regression, logistic_regression, mlp, run_fedavg
 from flprivacy.stack import LinearStack
+from flprivacy.models import FLModel
 from flprivacy.attacks.gradient_aia import GradientAIAResult, GradientObjective, first_rounds_sets, gradient_aia
 from flprivacy.attacks.model_based_aia import aia_accuracy, candidate_losses, model_based_accuracy, model_based_aia, two_step_decoder
 from flprivacy.data.attributes import SensitiveAttribute
@@ -194,8 +195,13 @@ def test_first_rounds_sets():
 
 @pytest.mark.parametrize("make", [lambda: mlp(5, 7, dtype=torch.float64), lambda: linear_regression(5),
                                   lambda: logistic_regression(5, 3, dtype=torch.float64),
-                                  lambda: mlp(5, 7, n_outputs=3, loss="cross_entropy", dtype=torch.float64)])
-def test_gradient_objective_matches_autograd_brute_force(make):
+                                  lambda: mlp(5, 7, n_outputs=3, loss="cross_entropy", dtype=torch.float64),
+                                  lambda: FLModel(torch.nn.Sequential(
+                                      torch.nn.Linear(5, 7, dtype=torch.float64), torch.nn.ReLU(),
+                                      torch.nn.Linear(7, 6, dtype=torch.float64), torch.nn.ReLU(),
+                                      torch.nn.Linear(6, 1, dtype=torch.float64)), "mse")])
+@pytest.mark.parametrize("first_layer", ["outer", "gram"])
+def test_gradient_objective_matches_autograd_brute_force(make, first_layer):
     """Σ_t (1 - cos(Σ_j W_j g_j^t, p_t)) and its gradient in W, against per-sample gradients."""
     torch.manual_seed(0)
     model = make()
@@ -207,7 +213,7 @@ def test_gradient_objective_matches_autograd_brute_force(make):
     sent = torch.stack([model.init_params(i) for i in range(T)])
     pseudo = torch.randn(T, model.dim, dtype=torch.float64)
     sets = [torch.tensor([0]), torch.tensor([0, 1, 2]), torch.tensor([0, 1, 2, 3])]
-    obj = GradientObjective(model, sent, pseudo, X, y, att, sets, max_cache_mb=100)
+    obj = GradientObjective(model, sent, pseudo, X, y, att, sets, max_cache_mb=100, first_layer=first_layer)
     W = torch.rand(3, 2 * n, dtype=torch.float64)
     value, _, dW = obj.evaluate(W, torch.arange(3), torch.arange(3))
     Xc, yc = att.expand(X), y.repeat(2)
@@ -295,3 +301,28 @@ def test_optimal_local_models_of_several_clients_match_one_by_one():
         assert a.loss < float(model.loss(s, X, y))
     with pytest.raises(ValueError, match="one start tensor per client"):
         optimal_local_models(model, data, starts[:2])
+
+
+def test_gradient_aia_gram_and_outer_paths_agree(monkeypatch):
+    """eq. 2 / App. B.5 end to end: the first layer's Gram identity and the direct outer product
+    give the same predictions in float64 (rounding ~1e-16 cannot flip an argmax here)."""
+    import flprivacy.attacks.gradient_aia as ga
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(40, 4, generator=g, dtype=torch.float64)
+    X[:, 0] = (X[:, 0] > 0).double()
+    y = 3.0 * X[:, 0] + X[:, 1]
+    model = mlp(4, 16, dtype=torch.float64)
+    run = run_fedavg(model, [ClientData(X, y)], rounds=6, local=LocalSGD(lr=0.05, batch_size=8), seed=0)
+    att = SensitiveAttribute.binary(0)
+    orig = ga.GradientObjective.__init__
+    out = {}
+    for path in ("outer", "gram"):
+        monkeypatch.setattr(ga.GradientObjective, "__init__",
+                            lambda self, *a, _p=path, **k: orig(self, *a, **k, first_layer=_p))
+        out[path] = ga.gradient_aia(model, run.log.client_messages(0), X, y, att, iterations=40, seed=3)
+    assert torch.equal(out["outer"].predictions, out["gram"].predictions)
+    torch.testing.assert_close(out["outer"].cosine, out["gram"].cosine, rtol=1e-10, atol=1e-12)
+    monkeypatch.setattr(ga.GradientObjective, "__init__", orig)
+    with pytest.raises(ValueError, match="first_layer"):
+        ga.GradientObjective(model, run.log.client_messages(0).sent, run.log.client_messages(0).pseudo_gradients,
+                             X, y, att, [torch.tensor([0])], 10, first_layer="dense")

@@ -70,4 +70,16 @@ MUTANTS = [
     # ---- SendBack (active server) ---------------------------------------------------------------------------------
     Mutant("sendback_sends_global", THR, "        return last\n", "        return None\n",
            "send-back attack: returns the target's own model, not the global one"),
+    # ---- eq. 2: the first layer's Gram identity ‖Σ_j W_j δ_j x_jᵀ‖² = Σ_jj' W_j W_j' (δ_j·δ_j')(x_j·x_j') -----------
+    Mutant("gram_no_input_gram", GRA, "torch.bmm(d, d.transpose(1, 2)).mul_(self.XX)", "torch.bmm(d, d.transpose(1, 2))",
+           "Gram identity: the inputs' Gram factor (x_j·x_j') dropped"),
+    Mutant("gram_no_cross_terms", GRA, "torch.bmm(d, d.transpose(1, 2)).mul_(self.XX)",
+           "torch.diag_embed((torch.bmm(d, d.transpose(1, 2)) * self.XX).diagonal(dim1=1, dim2=2))",
+           "Gram identity: the cross terms j ≠ j' of the squared norm dropped"),
+    Mutant("gram_norm_one_sided", GRA, "nrm += (G * W.T.unsqueeze(0)).sum(1)", "nrm += G.sum(1)",
+           "Gram identity: Wᵀ Q W with the left W dropped"),
+    Mutant("gram_backward_factor_2", GRA, "grad -= (G * b.unsqueeze(1)).sum(0)", "grad -= 2 * (G * b.unsqueeze(1)).sum(0)",
+           "∂‖G‖/∂W_j = (QW)_j/‖G‖: the 2 of ∂‖G‖² cancels with the square root's 1/2"),
+    Mutant("numerator_transposed_phi", GRA, "dot = (W @ phi).T", "dot = (W @ phi.flip(1)).T",
+           "numerator Σ_j W_j φ_j^t: rounds of φ misaligned with the rounds of p"),
 ]
