@@ -76,6 +76,7 @@ update (the chapter derives it), so the relative error falls tenfold when η doe
 half that (5x) between η = 1e-2 and 1e-3, leaving room for the O(η) correction."""
 
 FIG4_SSIM = 0.9
+"""Fig. 4's SSIM threshold (§5.2); see :data:`FIG4_ITERATIONS`."""
 FIG4_ITERATIONS = 1500
 """Fig. 4's threshold and budget, from §5.2 ("SSIM values exceeding 0.9 within 1500 attack iterations for all four
 cases")."""

@@ -607,13 +607,7 @@ def _not_covered_rows() -> list[Row]:
         return row(paper=PAPER, result_id=result_id, claim=claim, paper_value=value, ours="",
                    verdict=not_covered(reason), chapter=chapter, data="none")
 
-    resnet = ("the book's attack replays local training with second-order autograd on CPU; its factor analysis runs "
-              "LeNet-5 on MNIST only (the model of Figs. 4, 6 and 10), no {m} grid is run")
     return [
-        nc("Wilson Fig. 5 ResNet-9 quality vs clients", QUOTES["Fig. 5"] + " (ResNet9)", "LPIPS worse as K grows",
-           resnet.format(m="ResNet-9"), CH_CLIENT),
-        nc("Wilson Fig. 5 ResNet-18 quality vs clients", QUOTES["Fig. 5"] + " (ResNet18)", "LPIPS worse as K grows",
-           resnet.format(m="ResNet-18"), CH_CLIENT),
         nc("Wilson Fig. 8 direct post-processing vs ROG GAN", QUOTES["Fig. 8"], "images (more recognisable, blurrier)",
            "ROG's GAN (Yue et al. 2023) needs its pretrained weights, which the book cannot obtain offline; no ROG code",
            CH_DIFFUSION),
@@ -627,7 +621,8 @@ def _not_covered_rows() -> list[Row]:
            "computed (Fig. 7 rows)", CH_DIFFUSION),
         nc("Wilson App. H additional reconstructions", QUOTES["App. H"], "image grids",
            "image grids without a numeric claim; the factors chapter shows LeNet-5 reconstructions for 8 and 32 images "
-           "per client, not each App. H setting, and no ResNet", CH_FACTORS),
+           "per client, not each App. H setting; Figs. 22-23 (ResNet-9/18) have their own row (deeper models chapter)",
+           CH_FACTORS),
     ]
 
 
@@ -637,7 +632,15 @@ def rows() -> list[Row]:
     live = live_propositions()
     return (_lemma_rows(live) + _factor_rows(record_or_none("part4_factors"))
             + _ablation_rows(record_or_none("diffusion_ablation", "quick"))
-            + _diagnostics_rows(record_or_none("diffusion_diagnostics", "quick")) + _not_covered_rows())
+            + _diagnostics_rows(record_or_none("diffusion_diagnostics", "quick")) + _not_covered_rows()
+            + _architecture_rows())
+
+
+def _architecture_rows() -> list[Row]:
+    """Fig. 5's ResNets and App. H Figs. 22-23 (:mod:`flprivacy.ledger.wilson_architectures`, which
+    reads this module's quotes, hence imported here)."""
+    from .wilson_architectures import rows as architecture_rows
+    return architecture_rows()
 
 
 __all__ = ["ATTACK_LR", "CLIENTS_MAIN", "DUMMY_SCALE_FACTOR", "FIG7_LPIPS_GAIN_PERCENT", "FL_LR", "IMAGES_PER_CLIENT", "LEMMA1",
