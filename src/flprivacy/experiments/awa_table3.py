@@ -35,19 +35,13 @@ from ..config import base_seed, child_seed, scale
 from ..ledger.song import TABLE_III
 from ..metrics import quality
 from . import add_threads_option, load_result, positive_int, save_result, use_threads
-from .awa_table4 import SETTINGS, client_images, make_model
+from .awa_table4 import SETTINGS, observed_case
 
 
 def run_case(seed: int, scen: awa.Scenario, our_q: dict[str, float], long: int, every: int = 25) -> dict:
     """f(Q) and quality for the paper's Q, our Q* and Q = 1 in one case; the curve of our Q*."""
     S = SETTINGS
-    X, y = client_images(seed, S["n_images"], S["side"])
-    model = make_model(S["side"])
-    theta = model.init_params(child_seed(seed, 1))
-    theta_next, orders = awa.client_update(model, theta, X, y, lr=S["client_lr"], epochs=scen.epochs,
-                                           batches=scen.batches, seed=child_seed(seed, 2))
-    labels = y[orders[0]]
-    shape = (3, S["side"], S["side"])
+    model, X, theta, theta_next, labels, shape = observed_case(seed, scen.epochs, scen.batches)
     common = dict(labels=labels, image_shape=shape, lr=S["client_lr"], epochs=scen.epochs, batches=scen.batches,
                   attack_lr=S["attack_lr"], seed=child_seed(seed, 3))
     budget = S["iterations"]

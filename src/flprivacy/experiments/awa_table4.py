@@ -86,15 +86,22 @@ def make_model(side: int):
     return resnet18() if SETTINGS["model"] == "resnet18" else small_cnn(3, 10, side, width=16)
 
 
-def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True, storage: str | None = None) -> dict:
+def observed_case(seed: int, epochs: int, batches: int) -> tuple:
+    """One case's observation: the client's images X (N of SETTINGS' size), the global model θ, her
+    returned model after ``epochs`` x ``batches`` local steps (Song §3), the labels in the order the
+    attacker replays them (known, §5.1) and the image shape. Returns ``(model, X, θ, θ', labels, shape)``."""
     S = SETTINGS
     X, y = client_images(seed, S["n_images"], S["side"])
     model = make_model(S["side"])
     theta = model.init_params(child_seed(seed, 1))
-    theta_next, orders = awa.client_update(model, theta, X, y, lr=S["client_lr"], epochs=scen.epochs,
-                                           batches=scen.batches, seed=child_seed(seed, 2))
-    labels = y[orders[0]]  # labels known (Song §5.1), in the order the attacker replays
-    shape = (3, S["side"], S["side"])
+    theta_next, orders = awa.client_update(model, theta, X, y, lr=S["client_lr"], epochs=epochs, batches=batches,
+                                           seed=child_seed(seed, 2))
+    return model, X, theta, theta_next, y[orders[0]], (3, S["side"], S["side"])
+
+
+def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True, storage: str | None = None) -> dict:
+    S = SETTINGS
+    model, X, theta, theta_next, labels, shape = observed_case(seed, scen.epochs, scen.batches)
     common = dict(labels=labels, image_shape=shape, lr=S["client_lr"], epochs=scen.epochs, batches=scen.batches,
                   attack_lr=S["attack_lr"], iterations=S["iterations"], seed=child_seed(seed, 3))
     out: dict = {"E": scen.epochs, "B": scen.batches}
@@ -133,12 +140,8 @@ def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True, storage: s
 def benchmark(seed: int) -> dict:
     """Cost of Song's BO protocol vs the sped-up one on case 4 (same trial budget, same seed)."""
     S = SETTINGS
-    X, y = client_images(seed, S["n_images"], S["side"])
-    model = make_model(S["side"])
-    theta = model.init_params(child_seed(seed, 1))
-    theta_next, orders = awa.client_update(model, theta, X, y, lr=S["client_lr"], epochs=2, batches=2,
-                                           seed=child_seed(seed, 2))
-    common = dict(labels=y[orders[0]], image_shape=(3, S["side"], S["side"]), lr=S["client_lr"], epochs=2, batches=2,
+    model, X, theta, theta_next, labels, shape = observed_case(seed, 2, 2)
+    common = dict(labels=labels, image_shape=shape, lr=S["client_lr"], epochs=2, batches=2,
                   attack_lr=S["attack_lr"], iterations=S["iterations"], seed=child_seed(seed, 3),
                   n_trials=S["bench_trials"], n_startup_trials=S["bench_startup"])
     out = {}
