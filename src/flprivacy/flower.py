@@ -57,7 +57,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 
 from .config import client_generator
-from .federation import ClientData, FLRun, LocalTrainer, client_weights
+from .federation import ClientData, FLRun, LocalTrainer, check_clients, client_weights
 from .log import MessageLog
 from .models import FLModel
 from .threats import Adversary
@@ -130,7 +130,7 @@ def client_app(model: FLModel, clients: Sequence[ClientData], local: LocalTraine
     if not isinstance(model, FLModel):
         raise TypeError(f"{where}: model must be an FLModel (e.g. flprivacy.linear_regression(...)); "
                         f"got {type(model).__name__}.")
-    _check_clients(clients, where)
+    check_clients(clients, where)
     if not callable(local):
         raise TypeError(f"{where}: local must be a local trainer such as LocalSGD(lr=...); got {type(local).__name__}.")
     check_seed("seed", seed, where)
@@ -559,7 +559,7 @@ def run_flower(
         raise TypeError(f"{where}: model must be an FLModel (e.g. flprivacy.mlp(...)); got {type(model).__name__}.")
     check_int("rounds", rounds, where, minimum=1)
     check_seed("seed", seed, where)
-    _check_clients(clients, where)
+    check_clients(clients, where)
     if backend not in ("inprocess", "ray"):
         raise ValueError(f"{where}: backend must be 'inprocess' or 'ray', got {backend!r}.")
     if theta0 is None:
@@ -600,15 +600,3 @@ def _server_identity(run_id: int) -> Iterator[None]:
         yield
     finally:
         TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = old
-
-
-def _check_clients(clients: Sequence[ClientData], where: str) -> None:
-    if isinstance(clients, ClientData) or not isinstance(clients, Sequence):
-        raise TypeError(f"{where}: clients must be a list of ClientData; got {type(clients).__name__}.")
-    if len(clients) == 0:
-        raise ValueError(f"{where} needs at least one client (clients is empty).")
-    for i, cd in enumerate(clients):
-        if not isinstance(cd, ClientData):
-            raise TypeError(f"{where}: clients[{i}] must be a ClientData(X, y); got {type(cd).__name__}.")
-        check_finite(f"clients[{i}].X", cd.X, where)
-        check_finite(f"clients[{i}].y", cd.y, where)
