@@ -105,3 +105,21 @@ def test_numbers_formatted_by_the_caller_stay_right_aligned():
     df = pd.DataFrame({"q": ["error", "AIA"], "v": ["3.16 × 10⁻¹⁴", "25.7 %"], "w": ["-63.538", "n/a"]})
     left = " ".join(t["selector"] for t in style(df).table_styles if ("white-space", "normal") in t["props"])
     assert ".col0" in left and ".col1" not in left and ".col2" not in left
+
+
+def test_n_per_column_when_the_columns_of_means_have_different_seed_counts():
+    # the paper's mean over 3 seeds beside ours over 1 seed, and a paper-scale file over a seeds column
+    df = pd.DataFrame({"row": ["passive/Ours", "Model-w-O"], "paper": [0.959, 0.9679], "paper_sd": [0.0004, 0.0079],
+                       "ours": [0.95, 0.97], "ours_sd": [0.0, 0.0], "big": [0.96, np.nan], "big_sd": [0.01, np.nan],
+                       "k": [3, 2]})
+    s = style(df, percent=["paper", "ours", "big"], decimals=2, na="no result file",
+              sd={"paper": "paper_sd", "ours": "ours_sd", "big": "big_sd"}, n={"paper": 3, "ours": 1, "big": "k"})
+    assert list(s.data.columns) == ["row", "paper", "ours", "big"]
+    assert cells(s) == [["passive/Ours", "95.90 ± 0.04 % (3 seeds)", "95.00 % (1 seed)", "96.00 ± 1.00 % (3 seeds)"],
+                        ["Model-w-O", "96.79 ± 0.79 % (3 seeds)", "97.00 % (1 seed)", "n/a"]]
+    with pytest.raises(ValueError, match="no entry for the sd columns"):
+        style(df, sd={"paper": "paper_sd", "ours": "ours_sd"}, n={"paper": 3})
+    with pytest.raises(KeyError, match="n names"):
+        style(df, sd={"paper": "paper_sd"}, n={"nope": 3})
+    with pytest.raises(ValueError, match="at least 1"):
+        style(df, sd={"paper": "paper_sd"}, n={"paper": 0})

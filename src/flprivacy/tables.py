@@ -108,7 +108,7 @@ def _check_columns(df: pd.DataFrame, arg: str, names) -> None:
 
 def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: Sequence[str] = (),
           decimals: int | Mapping[str, int] = 2, sd: Mapping[str, str] | None = None,
-          n: str | int | None = None, na: str | None = None, seeds: Sequence[str] | None = None,
+          n: str | int | Mapping[str, str | int] | None = None, na: str | None = None, seeds: Sequence[str] | None = None,
           caption: str | None = None) -> Styler:
     """Style a result table the book's way (see the module's docstring).
 
@@ -123,6 +123,8 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
             are shown in one cell, "mean ± sd (n seeds)", and the sd column is not shown.
         n: the number of seeds behind each row: a column name, or one integer for all rows.
             Required with ``sd``. Where n is 1 the cell reads "value (1 seed)" with no spread.
+            Where the columns of means differ (the paper's 3 seeds beside our 1), a mapping
+            from each column of ``sd`` to its own column name or integer.
         na: the footnote explaining the "n/a" cells (e.g. "not run at this scale"); required
             when the table has a missing value, so that no NaN appears unexplained.
         seeds: the seed columns to drop (default: any column named seed, seeds, base_seed or
@@ -163,17 +165,30 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
         _check_columns(df, "seeds", list(seeds))
         drop = list(seeds)
 
-    n_per_row: pd.Series | None = None
-    if isinstance(n, str):
-        _check_columns(df, "n", [n])
-        n_per_row = table[n]
-        drop.append(n)
+    def seeds_per_row(spec, arg: str) -> pd.Series:
+        if isinstance(spec, str):
+            _check_columns(df, arg, [spec])
+            drop.append(spec)
+            counts = table[spec]
+        else:
+            if isinstance(spec, bool) or not isinstance(spec, Integral):
+                raise ValueError(f"{arg} must be a column name or an integer number of seeds, got {spec!r}")
+            counts = pd.Series([int(spec)] * len(table))
+        if counts.isna().any() or (counts < 1).any():
+            raise ValueError(f"{arg} must be at least 1 seed in every row, got {counts.tolist()}")
+        return counts
+
+    n_of: dict[str, pd.Series] = {}
+    if isinstance(n, Mapping):
+        _check_columns(df, "n", list(n))
+        missing_n = [c for c in sd if c not in n]
+        if missing_n:
+            raise ValueError(f"n is a mapping but has no entry for the sd columns {missing_n}: give each "
+                             f"column of means its number of seeds")
+        n_of = {col: seeds_per_row(spec, f"n[{col!r}]") for col, spec in n.items()}
     elif n is not None:
-        if isinstance(n, bool) or not isinstance(n, Integral):
-            raise ValueError(f"n must be a column name or an integer number of seeds, got {n!r}")
-        n_per_row = pd.Series([int(n)] * len(table))
-    if n_per_row is not None and (n_per_row.isna().any() or (n_per_row < 1).any()):
-        raise ValueError(f"n must be at least 1 seed in every row, got {n_per_row.tolist()}")
+        counts = seeds_per_row(n, "n")
+        n_of = {col: counts for col in sd}
 
     for col in table.columns:
         if col in drop or col in sd.values() or not pd.api.types.is_integer_dtype(table[col]):
@@ -211,7 +226,7 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
             if isinstance(v, Real) and not isinstance(v, (bool, np.bool_)):
                 text += suffix
             if col in sd:
-                k = int(n_per_row[i])
+                k = int(n_of[col][i])
                 s = table.at[i, sd[col]]
                 if k > 1 and not (s is None or (isinstance(s, float) and math.isnan(s))):
                     text = f"{format_number(float(v) * scale, d)} ± {format_number(float(s) * scale, d)}{suffix}"
