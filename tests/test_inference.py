@@ -274,6 +274,38 @@ def test_gradient_aia_is_reproducible_and_checks_rounds():
         gradient_aia(model, empty, X, y, att)
 
 
+def test_gradient_aia_records_the_authors_statistic_at_the_last_gumbel_sample():
+    """sample_cosine is the mean over the set's rounds of CosSim(∇L(θ^t; s), θ^t - θ_c^t) at the
+    hard Gumbel sample s of the last iteration (fedkit-learn's ``run_gb_aia.py`` keeps that loss
+    / |T|). With one iteration that sample is argmax(logits + Gumbel noise) of the first draws
+    of the seed's generator, so it is recomputed here by brute force with autograd (float64:
+    equal to rounding)."""
+    model, run, X, y = _toy_federation(n=20, rounds=3)
+    X, y = X.double(), y.double()
+    model = mlp(4, 16, dtype=torch.float64)
+    run = run_fedavg(model, [ClientData(X, y)], rounds=3, local=LocalSGD(lr=0.05, batch_size=8), seed=0)
+    att = SensitiveAttribute.binary(0)
+    msgs = run.log.client_messages(0)
+    sets = [(0,), (0, 1, 2)]
+    res = gradient_aia(model, msgs, X, y, att, round_sets=sets, learning_rates=(1e3,), iterations=1, seed=4)
+    gen = torch.Generator().manual_seed(4)
+    logits = torch.randn(2, 20, 2, generator=gen, dtype=torch.float64)
+    u = torch.rand(2, 20, 2, generator=gen, dtype=torch.float64).clamp_(1e-10, 1 - 1e-10)
+    sample = (logits - torch.log(-torch.log(u))).argmax(-1)  # (K, n) hard Gumbel sample, temperature 1
+    where = {int(r): i for i, r in enumerate(msgs.rounds.tolist())}
+    for k, rounds in enumerate(sets):
+        Xs = X.clone()
+        Xs[:, 0] = sample[k].double()  # binary attribute: index 0 -> 0.0, 1 -> 1.0
+        cos = [torch.nn.functional.cosine_similarity(model.grad(msgs.sent[where[t]], Xs, y),
+                                                     msgs.pseudo_gradients[where[t]], dim=0) for t in rounds]
+        assert float(res.sample_cosine[k, 0]) == pytest.approx(float(torch.stack(cos).mean()), abs=1e-9)
+    s, l = res.select_by_sample_cosine()
+    assert float(res.sample_cosine[s, l]) == float(res.sample_cosine.max())
+    part = res.subset([1])
+    assert part.round_sets == [sets[1]] and torch.equal(part.sample_cosine, res.sample_cosine[1:])
+    assert torch.equal(GradientAIAResult.merge(res, res).sample_cosine, torch.cat([res.sample_cosine] * 2))
+
+
 # ---- Model-w-O ----------------------------------------------------------------------------------
 def test_optimal_local_model_reaches_the_least_squares_solution():
     g = torch.Generator().manual_seed(0)

@@ -47,6 +47,15 @@ MUTANTS = [
            "dZ = dW.view(-1, C, n).permute(0, 2, 1)", "∂/∂Z = ∂/∂W / n: normalisation dropped"),
     Mutant("grad_select_min_cosine", GRA, "k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmax())",
            "k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmin())", "Grad keeps the highest cosine, not the lowest"),
+    Mutant("sample_cosine_at_argmax", GRA, "        _, sample_cos[idx], dW = obj.evaluate(W, idx, set_of_config)\n",
+           "        _, _, dW = obj.evaluate(W, idx, set_of_config)\n        sample_cos[idx] = obj.evaluate(\n"
+           "            torch.nn.functional.one_hot(logits[idx].argmax(-1), C).to(dtype).permute(0, 2, 1)"
+           ".reshape(idx.numel(), C * n) / n, idx, set_of_config, want_grad=False)[1]\n",
+           "the authors' statistic measured at the argmax (before the step) instead of the Gumbel sample"),
+    Mutant("sample_cosine_not_per_round", GRA, "        sample_cosine=(sample_cos / set_size).view(S, L),",
+           "        sample_cosine=sample_cos.view(S, L),", "the last loss not divided by |T| (favours one-round sets)"),
+    Mutant("sample_select_min", GRA, "k = int(torch.nan_to_num(self.sample_cosine, nan=-2.0).argmax())",
+           "k = int(torch.nan_to_num(self.sample_cosine, nan=-2.0).argmin())", "the authors' statistic maximised as a loss"),
     Mutant("round_sets_ceil", GRA, "sizes = sorted({max(1, math.floor(f * len(rounds))) for f in fractions})",
            "sizes = sorted({max(1, math.ceil(f * len(rounds))) for f in fractions})",
            "App. B.5: first max(1, ⌊f|T|⌋) rounds"),

@@ -58,6 +58,10 @@ class GradientAIAResult:
         cosine: ``(S, L)`` mean cosine similarity between virtual gradients (at the inferred
             attributes) and pseudo-gradients over the rounds of the set: what "Grad" maximises.
         iterations: ``(S, L)`` SGD iterations run (fewer than the cap when stopped early).
+        sample_cosine: ``(S, L)`` mean cosine similarity at the Gumbel sample of each
+            configuration's last SGD iteration (not at the argmax): the authors' selection
+            statistic (fedkit-learn ``scripts/run_gb_aia.py`` keeps the last iteration's loss
+            Σ_t (1 - cos) divided by ``|T|``, i.e. 1 - this). None when not recorded.
     """
 
     round_sets: list[tuple[int, ...]]
@@ -65,6 +69,7 @@ class GradientAIAResult:
     predictions: Tensor
     cosine: Tensor
     iterations: Tensor
+    sample_cosine: Tensor | None = None
 
     def accuracy(self, true_index: Tensor) -> Tensor:
         """``(S, L)`` attack accuracy of every configuration."""
@@ -74,6 +79,23 @@ class GradientAIAResult:
         """(s, l) of "Grad": the highest cosine similarity (what a real adversary can compute)."""
         k = int(torch.nan_to_num(self.cosine, nan=-2.0).argmax())
         return divmod(k, len(self.learning_rates))
+
+    def select_by_sample_cosine(self) -> tuple[int, int]:
+        """(s, l) of "Grad" under the authors' statistic: the highest mean cosine at the last
+        iteration's Gumbel sample (lowest last loss / ``|T|``)."""
+        if self.sample_cosine is None:
+            raise ValueError("select_by_sample_cosine: this result has no sample_cosine (made by an older version "
+                             "or by hand); rerun gradient_aia.")
+        k = int(torch.nan_to_num(self.sample_cosine, nan=-2.0).argmax())
+        return divmod(k, len(self.learning_rates))
+
+    def subset(self, sets: Sequence[int]) -> GradientAIAResult:
+        """The result restricted to the round sets of index ``sets`` (in that order)."""
+        idx = torch.as_tensor(list(sets), dtype=torch.long)
+        return GradientAIAResult(
+            round_sets=[self.round_sets[i] for i in idx.tolist()], learning_rates=self.learning_rates,
+            predictions=self.predictions[idx], cosine=self.cosine[idx], iterations=self.iterations[idx],
+            sample_cosine=None if self.sample_cosine is None else self.sample_cosine[idx])
 
     def select_by_accuracy(self, true_index: Tensor) -> tuple[int, int]:
         """(s, l) of "Grad-w-O": the highest attack accuracy (needs the truth: an oracle)."""
@@ -95,10 +117,12 @@ class GradientAIAResult:
         lrs = results[0].learning_rates
         if any(r.learning_rates != lrs for r in results):
             raise ValueError("merge: results must share their learning rates.")
+        samples = None if any(r.sample_cosine is None for r in results) else torch.cat(
+            [r.sample_cosine for r in results])
         return GradientAIAResult(
             round_sets=[s for r in results for s in r.round_sets], learning_rates=lrs,
             predictions=torch.cat([r.predictions for r in results]), cosine=torch.cat([r.cosine for r in results]),
-            iterations=torch.cat([r.iterations for r in results]),
+            iterations=torch.cat([r.iterations for r in results]), sample_cosine=samples,
         )
 
 
@@ -363,6 +387,7 @@ def gradient_aia(
     ran = torch.zeros(K, dtype=torch.long)
     assign = logits.argmax(-1)
     ref, ref_it = assign.clone(), torch.zeros(K, dtype=torch.long)
+    sample_cos = torch.full((K,), float("nan"), dtype=dtype)  # Σ_t cos at each configuration's last sample
     for _ in tqdm(range(iterations), desc="gradient-based AIA", disable=not progress, leave=False):
         idx = active.nonzero().squeeze(1)
         if idx.numel() == 0:
@@ -371,7 +396,7 @@ def gradient_aia(
         soft = torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)
         hard = torch.nn.functional.one_hot(soft.argmax(-1), C).to(dtype)
         W = hard.permute(0, 2, 1).reshape(idx.numel(), C * n) / n
-        _, _, dW = obj.evaluate(W, idx, set_of_config)
+        _, sample_cos[idx], dW = obj.evaluate(W, idx, set_of_config)
         dZ = (dW / n).view(-1, C, n).permute(0, 2, 1)  # straight-through: ∂/∂soft = ∂/∂hard
         g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True)) / temperature  # softmax backward
         logits[idx] -= lr[idx].view(-1, 1, 1) * g
@@ -391,4 +416,5 @@ def gradient_aia(
     return GradientAIAResult(
         round_sets=round_sets, learning_rates=lrs, predictions=assign.view(S, L, n),
         cosine=(cos_sum / set_size).view(S, L), iterations=ran.view(S, L),
+        sample_cosine=(sample_cos / set_size).view(S, L),
     )

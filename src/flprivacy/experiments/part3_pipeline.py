@@ -137,13 +137,23 @@ def gradient_aia_all(model: FLModel, log: MessageLog, clients: Sequence[ClientDa
     return merged, len(p.round_sets)
 
 
+GRAD_CRITERIA = ("argmax", "sample")
+"""How "Grad" scores a configuration: the mean cosine at the final argmax attributes (ours) or at
+the last iteration's Gumbel sample (the authors' ``run_gb_aia.py``)."""
+
+
 def grad_rows(results: list[GradientAIAResult], truths: list[torch.Tensor], sizes: list[int],
-              allowed: list[int]) -> tuple[float, float, dict]:
+              allowed: list[int], criterion: str = "argmax") -> tuple[float, float, dict]:
     """Grad and Grad-w-O over all clients: one configuration (round set, learning rate) for
-    all clients, chosen by the clients' mean cosine similarity or mean accuracy (as the
-    authors' code does), restricted to the round sets ``allowed``."""
+    all clients, chosen by the clients' mean cosine similarity (weighted by their sizes, as the
+    authors' code averages it) or mean accuracy, restricted to the round sets ``allowed``.
+    ``criterion`` (:data:`GRAD_CRITERIA`) says where the cosine is measured."""
+    if criterion not in GRAD_CRITERIA:
+        raise ValueError(f"criterion must be one of {GRAD_CRITERIA}, got {criterion!r}.")
     acc = weighted([r.accuracy(t)[allowed] for r, t in zip(results, truths)], sizes)
-    cos = weighted([r.cosine[allowed] for r in results], sizes)
+    if criterion == "sample" and any(r.sample_cosine is None for r in results):
+        raise ValueError("criterion='sample' needs results with sample_cosine (from gradient_aia).")
+    cos = weighted([(r.cosine if criterion == "argmax" else r.sample_cosine)[allowed] for r in results], sizes)
     L = acc.shape[1]
     k_cos = int(torch.nan_to_num(cos, nan=-2).argmax())
     k_acc = int(acc.argmax())

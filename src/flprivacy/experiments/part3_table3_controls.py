@@ -131,18 +131,19 @@ def run_seed(s: AIASettings, seed: int, log=print) -> dict:
                 fresh = [gradient_aia(model, eavesdrop(run.log, c, act), clients[c].X, clients[c].y, att,
                                       round_sets=first_rounds_sets(act), seed=child_seed(seed, 120 + k, c), **gkw)
                          for c in range(C)]
-                merged = [GradientAIAResult.merge(GradientAIAResult(m.round_sets[:n_p], m.learning_rates,
-                                                                    m.predictions[:n_p], m.cosine[:n_p],
-                                                                    m.iterations[:n_p]), a)
-                          for m, a in zip(merged, fresh)]
+                merged = [GradientAIAResult.merge(m.subset(range(n_p)), a) for m, a in zip(merged, fresh)]
             sets = merged[0].round_sets
             allowed = list(range(len(sets)))
             acc, _, choice = grad_rows(merged, truths, task.sizes, allowed)
             no_single = [i for i in allowed if not (i >= n_p and len(sets[i]) == 1)]
             acc_ns, _, choice_ns = grad_rows(merged, truths, task.sizes, no_single)
+            # the authors' statistic: the cosine at the last iteration's Gumbel sample
+            acc_s, _, choice_s = grad_rows(merged, truths, task.sizes, allowed, criterion="sample")
             picks.append({"attack_seed": k, "Grad": acc, "choice": choice["Grad"],
                           "singleton_won": choice["Grad"]["round_set_size"] == 1,
-                          "Grad without one-round attack sets": acc_ns, "choice_without": choice_ns["Grad"]})
+                          "Grad without one-round attack sets": acc_ns, "choice_without": choice_ns["Grad"],
+                          "Grad (authors' statistic)": acc_s, "choice_sample": choice_s["Grad"],
+                          "singleton_won_sample": choice_s["Grad"]["round_set_size"] == 1})
             log(f"  seed {seed}, Grad attack seed {k}: {time.perf_counter() - t0:.0f} s")
         out["grad"] = picks
     out["seconds"] = time.perf_counter() - t0
