@@ -110,11 +110,6 @@ SKIP: dict[str, str] = {
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
     "config.project_root": "takes no arguments",
-    # added with issue 20/24's controlled experiments; their own tests check their inputs, the sweep does not yet
-    **{k: "new; not yet in this sweep (its own test file exercises it)" for k in (
-        "attacks.active.tune_adam_active_per_client", "attacks.reconstruction.decode_mapping",
-        "attacks.reconstruction.update_span", "defences.dp_sgd_many", "diffusion.lpips_digits",
-        "diffusion.simulate_raw", "models.resnet9")},
     "models.ResNet9": "the nn.Module behind resnet9(), which its tests cover",
     "flower.quiet_flower": "a context manager around Flower's logger; its only argument is a logging level",
     "plotting.image_grid": "figures; exercised by the notebooks",
@@ -186,7 +181,10 @@ def fx() -> dict:
     torch.manual_seed(0)
     unet = build_unet(unet_config).eval()
     raw28 = torch.rand(2, 1, 28, 28, generator=g)
-    return dict(unet=unet, unet_config=unet_config, raw28=raw28, lin=lin, clients=clients, run=run, msgs=eavesdrop(run.log, 0), net=net, clf=clf,
+    from flprivacy.attacks.reconstruction import learned_mapping_reconstruction_batch
+
+    mapping = learned_mapping_reconstruction_batch([eavesdrop(run.log, 0)], hidden=4, fit_steps=3, decode_steps=3, seed=0)
+    return dict(mapping=mapping, unet=unet, unet_config=unet_config, raw28=raw28, lin=lin, clients=clients, run=run, msgs=eavesdrop(run.log, 0), net=net, clf=clf,
                 cls_clients=cls_clients, theta=run.theta, theta_net=net.init_params(0), theta_clf=clf.init_params(0),
                 attr=SensitiveAttribute.binary(2), cnn=cnn, imgs=imgs, labels=labels, view=view, th_cnn=th_cnn,
                 upd=upd, img_run=img_run, side=side, df_census=df_census, LocalSGD=LocalSGD)
@@ -343,6 +341,11 @@ def recipes() -> dict[str, Recipe]:
     add("data.splits.xu_adult_split", splits.xu_adult_split,
         lambda: dict(df=__import__("pandas").DataFrame({"education": ["Doctorate", "Masters", "Bachelors"] * 5,
                                                       "age": list(range(30, 45))}), n_clients=4, seed=0))
+    add("defences.dp_sgd_many", defences.dp_sgd_many,
+        lambda: dict(stack=LinearStack(F()["lin"]), thetas=F()["theta"].expand(2, -1).clone(), data=F()["clients"][0],
+                     dp=defences.DPLocalSGD(lr=0.1, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5,
+                                            total_rounds=3, epochs=1, batch_size=4, accountant="rdp"),
+                     generator=torch.Generator().manual_seed(0)))
     add("data.files.verify", files.verify, lambda: dict(path=__import__("pathlib").Path(__file__), checksum=""))
     # reconstruction
     msgs = lambda: F()["msgs"]  # noqa: E731
@@ -368,6 +371,12 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.reconstruction.learned_mapping_reconstruction_batch",
         reconstruction.learned_mapping_reconstruction_batch,
         lambda: dict(messages=[msgs()], hidden=4, fit_steps=3, decode_steps=3, seed=0), compare=False)
+    add("attacks.reconstruction.update_span", reconstruction.update_span,
+        lambda: dict(messages=[msgs()], rtol=1e-2))
+    add("attacks.reconstruction.decode_mapping", reconstruction.decode_mapping,
+        lambda: dict(results=F()["mapping"], steps=3, lr=1e-2, theta_init=msgs().sent[:1].clone(),
+                     basis=reconstruction.update_span([msgs()]), checkpoints=(1,)),
+        accept={"basis:wrong_shape": "a basis of fewer directions is a smaller span, still a valid restriction"})
     # inference
     Xa, ya = (lambda: F()["clients"][0].X), (lambda: F()["clients"][0].y)
     add("data.attributes.SensitiveAttribute", attributes.SensitiveAttribute,
@@ -422,6 +431,9 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.active.tune_adam_active", active.tune_adam_active,
         lambda: dict(model=F()["lin"], clients=F()["clients"], starts=[F()["theta"]] * 3,
                      local=F()["LocalSGD"](lr=0.05), n_rounds=2, n_trials=2, batch=2, seed=0), compare=False)
+    add("attacks.active.tune_adam_active_per_client", active.tune_adam_active_per_client,
+        lambda: dict(model=F()["lin"], clients=F()["clients"], starts=[F()["theta"]] * 3,
+                     local=F()["LocalSGD"](lr=0.05), n_rounds=2, n_trials=2, batch=2, seed=0), compare=False)
     # inversion
     cnn, side = (lambda: F()["cnn"]), (lambda: F()["side"])
     add("attacks.inversion.dlg_init", inversion.dlg_init, lambda: dict(model=cnn(), seed=0, scale=0.5))
@@ -470,6 +482,7 @@ def recipes() -> dict[str, Recipe]:
     add("models.small_cnn", models.small_cnn, lambda: dict(in_channels=3, n_classes=4, image_size=8, width=4),
         compare=False)
     add("models.resnet18", models.resnet18, lambda: dict(in_channels=3, n_classes=10), compare=False)
+    add("models.resnet9", models.resnet9, lambda: dict(in_channels=1, n_classes=10, batchnorm=False), compare=False)
     A = awa_fx
     add("attacks.awa.Scenario", awa.Scenario, lambda: dict(epochs=2, batches=2), compare=False)
     add("attacks.awa.AWAWeights", awa.AWAWeights,
@@ -532,6 +545,8 @@ def recipes() -> dict[str, Recipe]:
     add("diffusion.ddim_sample", diffusion.ddim_sample,
         lambda: dict(model=unet(), x_T=torch.randn(2, 1, 32, 32, generator=torch.Generator().manual_seed(0)),
                      labels=torch.tensor([1, 2]), n_steps=2))
+    add("diffusion.simulate_raw", diffusion.simulate_raw, lambda: dict(truth=raw28(), low=14, sigma_y=0.1, seed=0))
+    add("diffusion.lpips_digits", diffusion.lpips_digits, lambda: dict(images=raw28(), truth=raw28() * 0.9))
     add("diffusion.mde", diffusion.mde,
         lambda: dict(model=unet(), raw=raw28(), labels=torch.tensor([1, 2]), iterations=2, lr=0.05, n_steps=2,
                      seed=0))
@@ -580,9 +595,10 @@ SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_cl
               "n_classes", "n_outputs", "in_channels", "image_size", "E", "S_c", "B", "K", "d", "n_c", "max_steps",
               "pilot_steps", "check_every", "chunk", "n_uniform", "restarts", "local_steps", "n_synthetic",
               "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor", "round",
-              "n_nodes", "clients_per_round"}
+              "n_nodes", "clients_per_round", "low"}
 RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "attack_lr", "val_fraction", "h", "sigma",
-              "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range"}
+              "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range",
+              "rtol", "sigma_y"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
                 "state", "source", "occupation", "decode_optimizer", "on_singular", "target"}
 

@@ -37,7 +37,7 @@ from torch import Tensor
 from .federation import ClientData
 from .models import FLModel
 from .stack import LinearStack
-from .validation import check_int, check_positive
+from .validation import as_tensor, check_finite, check_int, check_positive
 
 __all__ = ["DPLocalSGD", "PAPER_CLIP_GRID", "dp_sgd_many"]
 
@@ -191,8 +191,11 @@ def dp_sgd_many(stack: LinearStack, thetas: Tensor, data: ClientData, dp: DPLoca
     where = "dp_sgd_many"
     if not isinstance(dp, DPLocalSGD):
         raise TypeError(f"{where}: dp must be a DPLocalSGD; got {type(dp).__name__}.")
-    if thetas.ndim != 2 or thetas.shape[1] != stack.dim:
-        raise ValueError(f"{where}: thetas must have shape (M, {stack.dim}); got {tuple(thetas.shape)}.")
+    thetas = as_tensor("thetas", thetas, where=where, floating=True)
+    if thetas.ndim != 2 or thetas.shape[1] != stack.dim or thetas.shape[0] == 0:
+        raise ValueError(f"{where}: thetas must have shape (M, {stack.dim}) with M >= 1 models; got "
+                         f"{tuple(thetas.shape)}. Stack the models with torch.stack([...]).")
+    check_finite("thetas", thetas, where)
     n = data.n
     K = dp.steps_per_epoch(data)
     q, batch = 1.0 / K, int(n * (1.0 / K))

@@ -377,8 +377,10 @@ def lpips_digits(images: Tensor, truth: Tensor) -> Tensor:
     lower is closer."""
     from .lpips import lpips
 
-    images = as_tensor("images", images, where="lpips_digits", ndim=4, min_rows=1, dtype=torch.float32)
-    truth = as_tensor("truth", truth, where="lpips_digits", ndim=4, min_rows=1, dtype=torch.float32)
+    images = check_finite("images", as_tensor("images", images, where="lpips_digits", ndim=4, min_rows=1,
+                                              dtype=torch.float32), "lpips_digits")
+    truth = check_finite("truth", as_tensor("truth", truth, where="lpips_digits", ndim=4, min_rows=1,
+                                            dtype=torch.float32), "lpips_digits")
     if images.shape != truth.shape:
         raise ValueError(f"lpips_digits: images and truth must be paired, same shape; got {tuple(images.shape)} and "
                          f"{tuple(truth.shape)} (pair them first with flprivacy.metrics.match_images).")

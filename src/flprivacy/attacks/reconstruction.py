@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from ..config import generator as make_generator
 from ..log import ClientMessages
-from ..validation import as_tensor, check_finite, check_int, check_seed
+from ..validation import as_tensor, check_finite, check_int, check_positive, check_seed
 
 Messages = Union[ClientMessages, tuple[Tensor, Tensor]]
 """What the reconstruction attacks observe, either a :class:`~flprivacy.log.ClientMessages` (e.g. from
@@ -575,11 +575,13 @@ def update_span(messages: Sequence[Messages], rtol: float = 1e-2) -> Tensor:
     largest (k the largest such count over the sets; shorter bases are padded with zero columns,
     which do not move a decoded point). Used to restrict eq. (7) to the directions the client's
     updates explored."""
-    if not rtol >= 0:
-        raise ValueError(f"update_span: rtol must be >= 0, got {rtol}.")
+    check_positive("rtol", rtol, "update_span", strict=False)
+    if not messages:
+        raise ValueError("update_span: messages must hold at least one message set (e.g. [eavesdrop(log, c)]); got none.")
     bases = []
     for m in messages:
         s_, r_ = _pairs(m)
+        check_finite("messages", s_ - r_, "update_span", "the updates θ^t - θ_c^t; drop those rounds first")
         _, sv, vh = torch.linalg.svd((s_ - r_).to(torch.float64), full_matrices=False)
         bases.append(vh[sv >= rtol * sv[0]].T)
     k = max(b_.shape[1] for b_ in bases)
@@ -594,18 +596,30 @@ def decode_mapping(results: Sequence[LearnedMappingResult], *, steps: int, lr: f
     ``theta_init`` (default each result's ``theta_init``), optionally restricted to θ_init + span
     ``basis`` (``(b, d, k)``, e.g. :func:`update_span`). Returns the decoded models ``(b, d)`` after
     each step count in ``checkpoints`` and after ``steps`` (key ``steps``)."""
-    check_int("steps", steps, "decode_mapping", minimum=0)
+    where = "decode_mapping"
+    check_int("steps", steps, where, minimum=0)
+    check_positive("lr", lr, where)
     if not results:
-        raise ValueError("decode_mapping needs at least one LearnedMappingResult.")
+        raise ValueError("decode_mapping: results must hold at least one LearnedMappingResult (from "
+                         "learned_mapping_reconstruction_batch); got none.")
     G = results[0].mapping
     if any(r.mapping is not G for r in results) or [r.index for r in results] != list(range(len(results))):
         raise ValueError("decode_mapping: results must be all the entries of one learned_mapping_reconstruction_batch "
                          "call, in order.")
-    start = torch.stack([r.theta_init for r in results]) if theta_init is None else torch.as_tensor(theta_init)
-    start = start.to(G.center.dtype).reshape(len(results), -1)
-    if basis is not None and (basis.ndim != 3 or basis.shape[:2] != start.shape):
-        raise ValueError(f"decode_mapping: basis must be (b, d, k) = ({start.shape[0]}, {start.shape[1]}, k); "
-                         f"got {tuple(basis.shape)}.")
+    b, d = len(results), G.center.shape[1]
+    if theta_init is None:
+        start = torch.stack([r.theta_init for r in results])
+    else:
+        start = check_finite("theta_init", as_tensor("theta_init", theta_init, where=where, floating=True), where)
+        if start.numel() != b * d:
+            raise ValueError(f"{where}: theta_init must be (b, d) = ({b}, {d}), one start per result; got "
+                             f"{tuple(start.shape)}. Pass None to start from each result's theta_init.")
+    start = start.to(G.center.dtype).reshape(b, d)
+    if basis is not None:
+        basis = check_finite("basis", as_tensor("basis", basis, where=where, floating=True), where)
+        if basis.ndim != 3 or basis.shape[:2] != start.shape:
+            raise ValueError(f"{where}: basis must be (b, d, k) = ({b}, {d}, k); got {tuple(basis.shape)}. "
+                             "Build it with update_span(messages).")
     z0 = (start - G.center) / G.in_scale[:, None]
     B = None if basis is None else basis.to(z0.dtype)
     zf, _, snaps = _adam_decode(G, z0, steps, lr, B, tuple(checkpoints))
