@@ -1,0 +1,269 @@
+"""FedInverse (Wu et al. 2024): a curious client inverts the *global* model (GMI, with HSIC).
+
+Wu et al. (ICLR 2024, "FedInverse: Evaluating privacy leakage in federated learning") let a
+benign-looking FL participant run a model-inversion (MI) attack on the global model θ^T it receives:
+it looks for inputs that the model assigns to a target class with high confidence, searching only
+among realistic images. Of the three MI attackers they test (GMI, KED-MI, VMI), this module builds
+GMI (Zhang et al. 2020, "The secret revealer"), the one their MNIST figure uses (reproduced as
+Wilson et al. 2025, Fig. 9, panels "MI" and "MI-HSIC"):
+
+1. **The prior.** A Wasserstein GAN with gradient penalty (Gulrajani et al. 2017) trained on
+   *public* images, disjoint from every client's data: generator G: z ∈ R^100 -> image, critic
+   D (:class:`MnistGenerator`, :class:`WganCritic`, :func:`train_gan`). As in the authors' MNIST
+   setup (their ``GMI/attack_batchhsic_fl.py`` attacks a 5-class target model, their GAN is trained on
+   the other digits), the public data here are the digits 5-9 and the private classes 0-4.
+2. **The inversion** (:func:`model_inversion_attack`): for the target classes c (one latent per
+   class), minimise over z
+
+       L(z) = L_prior + λ L_id + λ_h L_HSIC,   L_prior = -mean D(G(z)),   L_id = CE(f_θ(G(z)), c),
+
+   GMI's objective (Zhang et al. 2020, eq. 3-5: prior loss + λ identity loss) as FedInverse runs it, and
+   FedInverse's HSIC regulariser L_HSIC = nHSIC(G(z)_{1..m}, G(z)_{m+1..2m}): the normalised HSIC
+   between the first and second halves of the batch of generated images, minimised so that the
+   generator's outputs for different classes stay independent ("HSIC as a regularizer to adjust the
+   diversity of the MI attack generator", Wu et al.'s abstract). λ_h = 0 is "MI", λ_h > 0 "MI-HSIC".
+
+The text of Wu et al. is not in the book's library; where this docstring states a setting it is
+the authors' public code (github.com/Jun-B0518/FedInverse, ``GMI/attack_batchhsic_fl.py``,
+``GMI/train_gan.py``, ``BiDO/hsic.py``), followed here, not copied:
+
+- z ∈ R^100 ~ N(0, I), updated by SGD with Nesterov momentum 0.9, step 0.01, clipped to [-1, 1]
+  after each step; λ = 100; λ_h = 0.05 with a Gaussian kernel of width σ = 5 (variance 2σ²d);
+  several random restarts ("seeds"), each a full run from a fresh z.
+- nHSIC(X, Y) = Σ_ij (R_X ∘ R_Yᵀ)_ij with R = K̃ (K̃ + ε m I)^{-1}, K̃ = K H the kernel matrix
+  right-multiplied by the centring matrix H = I - 11ᵀ/m, ε = 1e-5 (:func:`normalized_hsic`).
+- G and D: GMI's ``GeneratorMNIST`` / ``DGWGAN32`` (a linear layer to 4x4, three stride-2 5x5
+  transposed convolutions to 32x32, sigmoid; the critic mirrors it with instance norm), trained
+  with Adam(β = (0.5, 0.999)) and a gradient penalty of weight 10, one generator step every
+  ``n_critic`` critic steps.
+
+Deviations (CPU scale, named): the networks are ``width`` = 32 channels wide instead of 64, the
+GAN trains for a time budget of minutes (:mod:`flprivacy.experiments.train_fedinverse_gan`),
+the public images are the MNIST *training* digits 5-9 among the 20,000 the book has offline, padded
+28 -> 32 with 2 black pixels (the authors resize to 32x32), and the generated 32x32 images are
+cropped back to 28x28 for the attacked LeNet-5.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..config import generator as make_generator
+from ..validation import as_tensor, check_finite, check_int, check_positive, check_seed
+
+Z_DIM = 100
+"""Dimension of the generator's latent z (GMI's ``in_dim``)."""
+IMAGE_SIZE = 32
+PAD = 2
+PUBLIC_CLASSES = (5, 6, 7, 8, 9)
+"""The digits the GAN is trained on (public); the attacked federation holds the others."""
+PRIVATE_CLASSES = (0, 1, 2, 3, 4)
+
+
+# ---- the GAN ---------------------------------------------------------------------------------------
+class MnistGenerator(nn.Module):
+    """GMI's ``GeneratorMNIST``: z (100) -> linear to ``4·width``x4x4 -> three stride-2 5x5 transposed
+    convolutions (BatchNorm + ReLU between) -> 1x32x32 in [0, 1] (sigmoid)."""
+
+    def __init__(self, z_dim: int = Z_DIM, width: int = 32):
+        super().__init__()
+        check_int("z_dim", z_dim, "MnistGenerator", minimum=1)
+        check_int("width", width, "MnistGenerator", minimum=1)
+        self.z_dim, self.width = int(z_dim), int(width)
+
+        def up(i: int, o: int) -> nn.Sequential:
+            return nn.Sequential(nn.ConvTranspose2d(i, o, 5, 2, padding=2, output_padding=1, bias=False),
+                                 nn.BatchNorm2d(o), nn.ReLU())
+
+        self.l1 = nn.Sequential(nn.Linear(z_dim, width * 4 * 4 * 4, bias=False), nn.BatchNorm1d(width * 4 * 4 * 4),
+                                nn.ReLU())
+        self.l2 = nn.Sequential(up(width * 4, width * 2), up(width * 2, width),
+                                nn.ConvTranspose2d(width, 1, 5, 2, padding=2, output_padding=1), nn.Sigmoid())
+
+    def forward(self, z: Tensor) -> Tensor:
+        return self.l2(self.l1(z).view(z.shape[0], -1, 4, 4))
+
+
+class WganCritic(nn.Module):
+    """GMI's ``DGWGAN32``: 1x32x32 -> three stride-2 5x5 convolutions (instance norm + LeakyReLU 0.2)
+    -> a 4x4 convolution to one score per image."""
+
+    def __init__(self, width: int = 32):
+        super().__init__()
+        check_int("width", width, "WganCritic", minimum=1)
+        self.width = int(width)
+
+        def down(i: int, o: int) -> nn.Sequential:
+            return nn.Sequential(nn.Conv2d(i, o, 5, 2, 2), nn.InstanceNorm2d(o, affine=True), nn.LeakyReLU(0.2))
+
+        self.net = nn.Sequential(nn.Conv2d(1, width, 5, 2, 2), nn.LeakyReLU(0.2), down(width, width * 2),
+                                 down(width * 2, width * 4), nn.Conv2d(width * 4, 1, 4))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x).view(-1)
+
+
+def pad_images(images: Tensor) -> Tensor:
+    """MNIST 28x28 -> 32x32 with 2 background (0) pixels on each side; 32x32 images are returned as is."""
+    images = as_tensor("images", images, where="pad_images", floating=True)
+    if images.dim() != 4 or images.shape[1] != 1 or images.shape[-1] != images.shape[-2] \
+            or images.shape[-1] not in (28, 32):
+        raise ValueError(f"pad_images: images has shape {tuple(images.shape)}; expected (n, 1, 28, 28) MNIST digits "
+                         "(or (n, 1, 32, 32), returned unchanged).")
+    return images if images.shape[-1] == 32 else F.pad(images, (PAD,) * 4)
+
+
+def crop_images(images: Tensor) -> Tensor:
+    """32x32 generator output -> the 28x28 centre the attacked MNIST model reads."""
+    return images[..., PAD:IMAGE_SIZE - PAD, PAD:IMAGE_SIZE - PAD]
+
+
+@dataclass
+class TrainedGan:
+    """A trained generator and critic, with the critic losses (one per critic step) and settings."""
+
+    generator: MnistGenerator
+    critic: WganCritic
+    losses: list[float]
+    seconds: float
+    settings: dict = field(default_factory=dict)
+
+
+def gradient_penalty(critic: nn.Module, real: Tensor, fake: Tensor, generator: torch.Generator) -> Tensor:
+    """WGAN-GP's penalty E[(‖∇_x̂ D(x̂)‖₂ - 1)²] at x̂ = x + α (x̃ - x), α ~ U(0, 1) per image."""
+    alpha = torch.rand((real.shape[0], 1, 1, 1), generator=generator)
+    x = (real + alpha * (fake - real)).requires_grad_(True)
+    (g,) = torch.autograd.grad(critic(x).sum(), x, create_graph=True)
+    return ((g.flatten(1).norm(dim=1) - 1) ** 2).mean()
+
+
+def train_gan(images: Tensor, *, steps: int, batch_size: int = 64, lr: float = 2e-4, n_critic: int = 5,
+              gp_weight: float = 10.0, width: int = 32, seed: int = 0, time_budget: float | None = None,
+              progress: Callable[[int, float], None] | None = None) -> TrainedGan:
+    """Train GMI's WGAN-GP prior on ``images`` ((n, 1, 28, 28) or (n, 1, 32, 32) in [0, 1]).
+
+    ``steps`` critic steps (each on a fresh batch drawn with replacement), a generator step after
+    every ``n_critic``-th; stops early after ``time_budget`` seconds (the settings record the steps
+    done). Critic loss: -(mean D(x) - mean D(G(z))) + ``gp_weight`` · GP; generator loss -mean D(G(z))
+    (the authors' ``GMI/train_gan.py``).
+    """
+    check_int("steps", steps, "train_gan", minimum=1)
+    check_int("batch_size", batch_size, "train_gan", minimum=2)
+    check_int("n_critic", n_critic, "train_gan", minimum=1)
+    check_positive("lr", lr, "train_gan")
+    check_positive("gp_weight", gp_weight, "train_gan", strict=False)
+    check_seed("seed", seed, "train_gan")
+    if time_budget is not None:
+        check_positive("time_budget", time_budget, "train_gan")
+    X = pad_images(images).float()
+    check_finite("images", X, "train_gan")
+    torch.manual_seed(seed)
+    g = make_generator(seed)
+    G, D = MnistGenerator(width=width), WganCritic(width=width)
+    opt_g = torch.optim.Adam(G.parameters(), lr=lr, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), lr=lr, betas=(0.5, 0.999))
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    done = 0
+    for step in range(1, steps + 1):
+        real = X[torch.randint(0, X.shape[0], (batch_size,), generator=g)]
+        with torch.no_grad():
+            fake = G(torch.randn(batch_size, G.z_dim, generator=g))
+        wd = D(real).mean() - D(fake).mean()
+        loss_d = -wd + gp_weight * gradient_penalty(D, real, fake, g)
+        opt_d.zero_grad()
+        loss_d.backward()
+        opt_d.step()
+        losses.append(float(loss_d.detach()))
+        if step % n_critic == 0:
+            for p in D.parameters():
+                p.requires_grad_(False)
+            loss_g = -D(G(torch.randn(batch_size, G.z_dim, generator=g))).mean()
+            opt_g.zero_grad()
+            loss_g.backward()
+            opt_g.step()
+            for p in D.parameters():
+                p.requires_grad_(True)
+        done = step
+        if progress is not None and (step % 100 == 0 or step == steps):
+            progress(step, float(torch.tensor(losses[-100:]).mean()))
+        if time_budget is not None and time.perf_counter() - t0 > time_budget:
+            break
+    G.eval()
+    D.eval()
+    for p in (*G.parameters(), *D.parameters()):
+        p.requires_grad_(False)
+    settings = dict(steps=steps, steps_done=done, generator_steps=done // n_critic, batch_size=batch_size, lr=lr,
+                    n_critic=n_critic, gp_weight=gp_weight, width=width, z_dim=G.z_dim, seed=seed,
+                    n_images=int(X.shape[0]), time_budget=time_budget)
+    return TrainedGan(G, D, losses, time.perf_counter() - t0, settings)
+
+
+# ---- weights: safetensors + a JSON record with the hash ---------------------------------------------
+def weights_path() -> Path:
+    """``data/weights/fedinverse_gan_mnist.safetensors`` of the project checkout (committed)."""
+    return Path(__file__).resolve().parents[3] / "data" / "weights" / "fedinverse_gan_mnist.safetensors"
+
+
+def save_gan(gan: TrainedGan, path: str | Path, record: dict) -> dict:
+    """Write generator and critic to ``path`` (safetensors, keys ``G.*`` and ``D.*``) and ``record`` with
+    the architecture and the file's SHA-256 to ``path`` with suffix ``.json``; return the full record."""
+    from safetensors.torch import save_file
+
+    from ..diffusion import sha256_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {f"G.{k}": v.detach().contiguous().clone() for k, v in gan.generator.state_dict().items()}
+    state |= {f"D.{k}": v.detach().contiguous().clone() for k, v in gan.critic.state_dict().items()}
+    save_file(state, str(path))
+    full = {**record, "architecture": dict(z_dim=gan.generator.z_dim, width=gan.generator.width),
+            "sha256": sha256_file(path), "bytes": path.stat().st_size}
+    path.with_suffix(".json").write_text(json.dumps(full, indent=1) + "\n")
+    return full
+
+
+def load_gan(path: str | Path | None = None, sha256: str | None = None) -> tuple[MnistGenerator, WganCritic, dict]:
+    """Load a GAN saved by :func:`save_gan`: safetensors only (nothing unpickled), the file's SHA-256
+    must equal its record's (or ``sha256``), every tensor must fit the architecture.
+
+    Returns ``(generator, critic, record)``, both in eval mode with frozen parameters.
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from ..diffusion import sha256_file
+
+    path = weights_path() if path is None else Path(path)
+    meta = path.with_suffix(".json")
+    if not path.is_file() or not meta.is_file():
+        raise FileNotFoundError(f"load_gan: {path} or its record {meta.name} is missing; train them with "
+                                "`python -m flprivacy.experiments.train_fedinverse_gan`.")
+    record = json.loads(meta.read_text())
+    expected = sha256 or record.get("sha256")
+    actual = sha256_file(path)
+    if expected != actual:
+        raise ValueError(f"load_gan: {path} has SHA-256 {actual}, but {expected} was expected: the file is corrupt or "
+                         "not the committed one. Restore it (git checkout) or retrain with the recorded command.")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as e:
+        raise ValueError(f"load_gan: {path} is not a valid safetensors file ({e}).") from None
+    arch = record.get("architecture", {})
+    G = MnistGenerator(z_dim=arch.get("z_dim", Z_DIM), width=arch.get("width", 32))
+    D = WganCritic(width=arch.get("width", 32))
+    G.load_state_dict({k[2:]: v for k, v in state.items() if k.startswith("G.")}, strict=True)
+    D.load_state_dict({k[2:]: v for k, v in state.items() if k.startswith("D.")}, strict=True)
+    for m in (G, D):
+        m.eval()
+        for p in m.parameters():
+            p.requires_grad_(False)
+    return G, D, record

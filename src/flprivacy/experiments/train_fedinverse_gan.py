@@ -1,0 +1,78 @@
+"""Train FedInverse's GMI prior (a WGAN-GP on public MNIST digits 5-9) for the model-inversion attack.
+
+    python -m flprivacy.experiments.train_fedinverse_gan --minutes 13 --threads 1   # the committed weights
+    python -m flprivacy.experiments.train_fedinverse_gan --steps 20 --out /tmp/tiny.safetensors   # a smoke test
+
+Wu et al. (2024) train GMI's generator and critic on public images of classes the attacked model
+does not hold (their MNIST attack targets a 5-class model; see
+:mod:`flprivacy.attacks.model_inversion`). The public images here are the digits 5-9 among the
+first 20,000 MNIST *training* images (9,775 images); the federations the book attacks hold MNIST
+*test* images of the digits 0-4, so the prior never sees a client's image nor a private class.
+Writes ``data/weights/fedinverse_gan_mnist.safetensors`` and, beside it, ``.json`` with the command,
+seed, data, steps, training time, machine and the file's SHA-256 (checked by
+:func:`flprivacy.attacks.model_inversion.load_gan`). ``--minutes`` is a time budget: the record names
+the critic steps done, and ``--steps N`` with that N repeats them (bit-identical weights on another
+machine are not guaranteed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from pathlib import Path
+
+import torch
+
+from ..attacks.model_inversion import PUBLIC_CLASSES, save_gan, train_gan, weights_path
+from . import add_threads_option, git_commit, machine, positive_int, run_command, seed_int, use_threads
+from .train_ddpm import TRAIN_FILE, TRAIN_SHA256, load_mnist_train_20k
+
+DEFAULTS = dict(steps=20000, batch_size=64, lr=2e-4, n_critic=5, width=32, seed=0)
+
+
+def public_images() -> torch.Tensor:
+    """The public images: MNIST training digits 5-9 among the first 20,000, (9775, 1, 28, 28) in [0, 1]."""
+    X, y = load_mnist_train_20k()
+    return X[torch.isin(y, torch.tensor(PUBLIC_CLASSES))]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=positive_int, default=DEFAULTS["steps"], help="critic steps")
+    parser.add_argument("--batch-size", type=positive_int, default=DEFAULTS["batch_size"])
+    parser.add_argument("--lr", type=float, default=DEFAULTS["lr"])
+    parser.add_argument("--n-critic", type=positive_int, default=DEFAULTS["n_critic"])
+    parser.add_argument("--width", type=positive_int, default=DEFAULTS["width"])
+    parser.add_argument("--seed", type=seed_int, default=DEFAULTS["seed"])
+    parser.add_argument("--minutes", type=float, default=None, help="stop after this many minutes of training")
+    parser.add_argument("--out", type=Path, default=None, help="weights file (default: the committed path)")
+    add_threads_option(parser)
+    args = parser.parse_args(argv)
+    use_threads(args)
+    X = public_images()
+    print(f"training on {X.shape[0]} public images (digits {PUBLIC_CLASSES}) for up to {args.steps} critic steps",
+          flush=True)
+    gan = train_gan(X, steps=args.steps, batch_size=args.batch_size, lr=args.lr, n_critic=args.n_critic,
+                    width=args.width, seed=args.seed, time_budget=None if args.minutes is None else 60 * args.minutes,
+                    progress=lambda s, l: print(f"critic step {s:6d} loss {l:.3f}", flush=True))
+    out = args.out or weights_path()
+    record = dict(command=run_command() if argv is None else "python -m flprivacy.experiments.train_fedinverse_gan "
+                  + " ".join(argv), seed=args.seed,
+                  data=dict(name="MNIST training images 0..19999 (neuralnetvis copy), digits 5-9", file=TRAIN_FILE,
+                            sha256=TRAIN_SHA256, classes=list(PUBLIC_CLASSES), n_images=int(X.shape[0]),
+                            padding="28x28 -> 32x32 with 2 black pixels"),
+                  settings=gan.settings, critic_losses=[round(v, 4) for v in gan.losses[::50]],
+                  seconds=round(gan.seconds, 1), date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                  commit=git_commit(), machine=machine())
+    full = save_gan(gan, out, record)
+    print(f"wrote {out} ({full['bytes']} bytes, sha256 {full['sha256'][:12]}...) in {gan.seconds:.0f} s", flush=True)
+    return full
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
