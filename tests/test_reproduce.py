@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
+import re
+import subprocess
 
 import pytest
 
@@ -11,11 +14,106 @@ from flprivacy.experiments import reproduce as R
 
 
 def test_plan_names_real_commands_and_distinct_files():
-    assert len({j.result for j in R.PLAN}) == len(R.PLAN)
+    assert len({j.file for j in R.PLAN}) == len(R.PLAN)
     for job in R.PLAN:
         mod = importlib.import_module(f"flprivacy.experiments.{job.module}")
         assert callable(getattr(mod, "main", None)), job.module
-        assert job.command.startswith("FLPRIVACY_SCALE=paper python -m flprivacy.experiments.")
+        prefix = "" if job.scale == "fixed" else f"FLPRIVACY_SCALE={job.scale} "
+        assert job.command.startswith(prefix + "python -m flprivacy.experiments."), job.command
+        assert job.file == (job.result + "_quick" if job.scale == "quick" else job.result)
+
+
+# ---- the plan is complete: a Diana et al. / Xu & Neglia result left out of it is caught -------------------------------
+LEDGER_MODULES = ("diana_reconstruction", "diana_aia", "xu_neglia")
+"""The ledger modules of the two papers :mod:`flprivacy.experiments.reproduce` reproduces."""
+
+NOT_PLANNED = {
+    "part3_bench": "a wall-time benchmark of the paper-scale Medical Table 1 on this machine, not a paper result "
+                   "(its numbers are part3_table1_medical's)",
+}
+"""Part II/III experiment modules (and their files) deliberately left out of the plan, with the reason."""
+
+
+def _planned() -> set[tuple[str, str]]:
+    return {(j.result, j.scale) for j in R.PLAN}
+
+
+def test_every_file_the_diana_and_xu_ledger_rows_read_is_planned(monkeypatch):
+    """Build the two papers' ledger rows with a spy on the result files they read: each (name, scale)
+    must be a planned job, else `make reproduce` would leave that row stale or "not run"."""
+    from flprivacy import ledger
+
+    real, seen = ledger.record_or_none, set()
+
+    def spy(name, scale_="paper"):
+        seen.add((name, scale_))
+        return real(name, scale_)
+
+    for name in LEDGER_MODULES:
+        monkeypatch.setattr(importlib.import_module(f"flprivacy.ledger.{name}"), "record_or_none", spy)
+    from flprivacy.ledger import diana, xu_neglia
+
+    diana.rows()
+    xu_neglia.rows()
+    assert len(seen) >= 20, sorted(seen)  # the spy saw the reads (Tables 1-3, Figs. 1-4, Table 1 of Xu & Neglia, ...)
+    missing = sorted(seen - _planned())
+    assert not missing, (f"the ledger's Diana/Xu rows read result files that reproduce.PLAN does not make: {missing}; "
+                         "add a Job (with the paper-scale arguments) to src/flprivacy/experiments/reproduce.py")
+
+
+def _experiment_modules() -> list[str]:
+    from flprivacy import experiments
+
+    return sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if re.match(r"part[23]_", m.name))
+
+
+def test_every_part2_and_part3_experiment_is_planned():
+    """Parts II-III are the two papers' results: every such command (a module with a ``main``) is
+    in the plan, or in NOT_PLANNED with a reason."""
+    planned = {j.module for j in R.PLAN}
+    commands = [m for m in _experiment_modules()
+                if callable(getattr(importlib.import_module(f"flprivacy.experiments.{m}"), "main", None))]
+    assert len(commands) >= 12, commands
+    missing = [m for m in commands if m not in planned and m not in NOT_PLANNED]
+    assert not missing, f"Part II/III experiment commands missing from reproduce.PLAN: {missing}"
+    assert not set(NOT_PLANNED) & planned, "a module is both planned and NOT_PLANNED"
+
+
+def test_every_committed_paper_scale_part2_and_part3_file_is_planned():
+    """Every committed paper-scale (or scale-independent) file of a Part II/III command is one of
+    the plan's files, so a variant run of a planned module (e.g. ``--grad-stopping``) is caught too."""
+    from flprivacy.experiments import results_dir
+
+    files = {j.file for j in R.PLAN if j.scale != "quick"}
+    missing = []
+    for path in sorted(results_dir().glob("part[23]_*.json")):
+        if path.stem.endswith("_quick"):
+            continue
+        record = json.loads(path.read_text())
+        module = re.search(r"experiments\.(\w+)", str(record.get("command")))
+        if module and module.group(1) in NOT_PLANNED:
+            continue
+        if path.stem not in files:
+            missing.append(f"{path.name} ({record.get('command')})")
+    assert not missing, f"committed Part II/III result files that reproduce.PLAN does not remake: {missing}"
+
+
+def test_a_job_runs_at_its_scale(monkeypatch):
+    """The subprocess gets the job's scale; a fixed job runs without the variable, as its file records."""
+    seen = {}
+
+    def fake_run(cmd, env, **kw):
+        seen[cmd[2]] = env.get("FLPRIVACY_SCALE")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(R.subprocess, "run", fake_run)
+    for scale in ("paper", "quick", "fixed"):
+        job = R.Job("x", "part2_toy", (), scale=scale)
+        assert R.run_job(job)["status"] == "ran"
+        assert seen["flprivacy.experiments.part2_toy"] == (None if scale == "fixed" else scale)
+        assert ("FLPRIVACY_SCALE" in job.command) == (scale != "fixed")
+    with pytest.raises(ValueError, match="scale"):
+        R.Job("x", "part2_toy", (), scale="huge")
 
 
 def _fake(tmp_path, monkeypatch, record):

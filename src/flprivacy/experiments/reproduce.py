@@ -7,7 +7,10 @@
 
 (``make reproduce`` runs the first.) The plan (:data:`PLAN`) lists one committed experiment
 command per result file, with the paper's settings (``FLPRIVACY_SCALE=paper``) and 3 seeds where
-the paper averages runs. A command is **skipped** when its result file is current: the file
+the paper averages runs: every file that the ledger's Diana et al. and Xu & Neglia rows or their
+chapters read, the controlled experiments among them. A few are not paper-scale files: the
+App. C.1 subset benchmark (scale-independent, ``fixed``) and the quick-scale LEAF files that
+Part II's chapter reads (``_quick``; the same computation at either scale, three seeds). A command is **skipped** when its result file is current: the file
 records exactly the planned command, and the library's sources (``src/``) at the commit it
 records are those of the working tree now (so a change to a chapter or a README does not
 invalidate anything, a change to the library does). Every other command runs, each in its own
@@ -45,12 +48,23 @@ class Job:
     args: tuple[str, ...] = ()
     paper: str = ""  # which paper result it holds
     estimate_min: float = 0.0  # one core's minutes, measured or extrapolated (0: unknown)
+    scale: str = "paper"  # the file's scale: "paper", "quick" (a ``_quick`` file) or "fixed" (scale-independent)
+
+    def __post_init__(self):
+        if self.scale not in ("paper", "quick", "fixed"):
+            raise ValueError(f"Job {self.result}: scale must be 'paper', 'quick' or 'fixed'; got {self.scale!r}.")
+
+    @property
+    def file(self) -> str:
+        """The result file's stem in book/results (``<result>_quick`` at quick scale)."""
+        return result_path(self.result, self.scale).stem
 
     @property
     def command(self) -> str:
-        """The command as :func:`flprivacy.experiments.run_command` records it."""
-        return " ".join([f"{SCALE_ENV}=paper", "python", "-m", f"flprivacy.experiments.{self.module}",
-                         *map(shlex.quote, self.args)])
+        """The command as :func:`flprivacy.experiments.run_command` records it (a ``fixed`` job
+        runs without the scale variable, as its file records)."""
+        env = [] if self.scale == "fixed" else [f"{SCALE_ENV}={self.scale}"]
+        return " ".join([*env, "python", "-m", f"flprivacy.experiments.{self.module}", *map(shlex.quote, self.args)])
 
 
 SEEDS = ("--seeds", "0", "1", "2")
@@ -60,6 +74,14 @@ PLAN: tuple[Job, ...] = (
     Job("part2_theorem1", "part2_theorem1", (), "Diana Thm. 1 (error vs n_c, B, η)"),
     Job("part2_leaf_table1", "part2_leaf", (), "Xu & Neglia Table 1 (LEAF, 10 runs)"),
     Job("part2_adult_fig1", "part2_adult", (), "Xu & Neglia Fig. 1 (Adult)"),
+    Job("part2_leaf_table1", "part2_leaf", ("--seeds", "3"), "Xu & Neglia Table 1, argmax labels (chapter's rule "
+        "comparison)", 0.4, scale="quick"),
+    Job("part2_leaf_table1_reference", "part2_leaf", ("--labels", "leaf-reference", "--seeds", "3"),
+        "Xu & Neglia Table 1, LEAF reference labels (chapter's rule comparison)", 0.4, scale="quick"),
+    Job("part2_leaf_diagnostics", "part2_leaf_diagnostics", ("--seeds", "3"),
+        "Xu & Neglia Table 1 controlled experiments (one change at a time)", 5, scale="quick"),
+    Job("part2_subset_benchmark", "part2_subset_benchmark", ("--subsets", "10000000"),
+        "Diana App. C.1 (messages chosen to minimise cond(Θ_out), 10^7 random subsets)", 25, scale="fixed"),
     Job("part3_table1_medical", "part3_table1", ("--task", "Medical", *SEEDS), "Diana Table 1 Medical", 15),
     Job("part3_table1_income_l_synthetic", "part3_table1", ("--task", "Income-L", "--source", "synthetic", *SEEDS),
         "Diana Table 1 Income-L (synthetic census)", 45),
@@ -75,11 +97,17 @@ PLAN: tuple[Job, ...] = (
         "Diana Table 3 Income-L (synthetic census)"),
     Job("part3_table3_income_a_synthetic", "part3_table3", ("--task", "Income-A", "--source", "synthetic", *SEEDS),
         "Diana Table 3 Income-A (synthetic census)"),
+    Job("part3_table3_controls", "part3_table3_controls", SEEDS, "Diana Table 3 controlled experiments (App. C.4, "
+        "Medical under DP-SGD)", 7),
+    Job("part3_table3_controls_grad", "part3_table3_controls", (*SEEDS, "--grad-stopping"),
+        "Diana Table 3 controls: Grad with and without early stopping", 20),
     Job("part3_fig1", "part3_fig1", SEEDS, "Diana Fig. 1"),
     *(Job(f"part3_fig3_{f}_synthetic", "part3_fig3", ("--factor", f, *SEEDS), f"Diana {label}", est)
       for f, label, est in (("heterogeneity", "Fig. 3 left", 135), ("batch_size", "Fig. 3 centre", 113),
                             ("epochs", "Fig. 3 right", 59), ("start_round", "App. C.2", 81),
                             ("active_rounds", "App. C.3", 25))),
+    Job("part3_fig4_synthetic", "part3_fig4", SEEDS, "Diana Fig. 4 (smaller clients leak more; Income-A synthetic)",
+        48),
 )
 """The paper-scale commands, in the order they run (cheap and central results first)."""
 
@@ -120,7 +148,7 @@ def status(job: Job) -> tuple[bool, str]:
     """``(current, why)`` for a planned job: is its result file current (see the module docstring)?"""
     import json
 
-    path = result_path(job.result, "paper")
+    path = result_path(job.result, job.scale)
     if not path.is_file():
         return False, "no result file"
     try:
@@ -135,13 +163,15 @@ def status(job: Job) -> tuple[bool, str]:
 
 
 def run_job(job: Job) -> dict[str, Any]:
-    """Run one job in its own process (paper scale, one torch thread); return its record."""
-    env = {**os.environ, SCALE_ENV: "paper", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    """Run one job in its own process (at its scale, one torch thread); return its record."""
+    env = {**os.environ, SCALE_ENV: job.scale, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if job.scale == "fixed":  # scale-independent: its file records the command without the variable
+        env.pop(SCALE_ENV)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", f"flprivacy.experiments.{job.module}", *job.args], env=env,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    out = {"result": job.result, "command": job.command, "seconds": round(seconds, 1),
+    out = {"result": job.file, "command": job.command, "seconds": round(seconds, 1),
            "status": "ran" if proc.returncode == 0 else "failed"}
     if proc.returncode != 0:
         out["error"] = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
@@ -153,22 +183,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--jobs", type=positive_int, default=1, help="commands run at a time (one core each)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.add_argument("--only", nargs="+", default=None, metavar="RESULT",
-                   help=f"run only these result files (of: {', '.join(j.result for j in PLAN)})")
+                   help=f"run only these result files (of: {', '.join(j.file for j in PLAN)})")
     args = p.parse_args(argv)
     plan = list(PLAN)
     if args.only:
-        unknown = sorted(set(args.only) - {j.result for j in PLAN})
+        unknown = sorted(set(args.only) - {j.file for j in PLAN})
         if unknown:
-            p.error(f"--only: unknown results {unknown}; choose from {[j.result for j in PLAN]}")
-        plan = [j for j in plan if j.result in set(args.only)]
+            p.error(f"--only: unknown results {unknown}; choose from {[j.file for j in PLAN]}")
+        plan = [j for j in plan if j.file in set(args.only)]
     if git_commit().endswith("+dirty"):
         print("note: the library has uncommitted changes; the files will record '+dirty' and be rerun next time")
     todo, records = [], []
     for job in plan:
         current, why = status(job)
-        print(f"{'skip' if current else 'run ':4}  {job.result:38s} {why}")
+        print(f"{'skip' if current else 'run ':4}  {job.file:38s} {why}")
         if current:
-            records.append({"result": job.result, "command": job.command, "status": "skipped", "seconds": 0.0})
+            records.append({"result": job.file, "command": job.command, "status": "skipped", "seconds": 0.0})
         else:
             todo.append(job)
     if args.dry_run or not todo:
