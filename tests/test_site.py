@@ -275,6 +275,10 @@ PROBE_BODY = """<script>addEventListener('load', () => setTimeout(async () => {
     if (b.width > 0 && b.right > innerWidth + 1 && !scrolls(el)) {
       const d = el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
       if (!seen.has(d)) { seen.add(d); r.overflow.push(d + ' (right edge ' + Math.round(b.right) + ' px)'); } } });
+  r.tables = Array.from(document.querySelectorAll('article table')).map(t => {
+    let box = t; for (let a = t.parentElement; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') { box = a; break; } }
+    return {cls: String(t.className), width: t.scrollWidth, boxed: box !== t, boxRight: Math.round(box.getBoundingClientRect().right)}; });
   document.body.setAttribute('data-flp', JSON.stringify(r));
 }, 500));</script>"""
 
@@ -413,3 +417,46 @@ def test_no_horizontal_overflow_on_a_phone(site, artifacts, doc):
     assert found["scrollWidth"] <= found["width"] + 1 and not found["overflow"], (
         f"{doc}: at {PHONE} px the page is {found['scrollWidth']} px wide; elements past the right edge (make them "
         f"wrap or scroll inside their box):\n" + "\n".join(found["overflow"][:15]))
+
+
+WIDE_TABLE_CLASS = "flp-wide-table-probe"
+
+
+def test_a_wide_table_scrolls_inside_its_box_on_a_phone(site):
+    """A result table wider than a phone, put into a cell's output of a built chapter, scrolls
+    inside its own box at 400 px instead of making the page scroll sideways (book.css).
+
+    The chapters' tables may all fit today; this one (16 columns of tables.style) does not, so
+    the rule is checked whatever the chapters show."""
+    import pandas as pd
+
+    from flprivacy.tables import style
+
+    cols = [f"attack {i}" for i in range(16)]
+    wide = style(pd.DataFrame({c: [0.5 + i / 100, 0.25] for i, c in enumerate(cols)}), percent=cols)
+    table = wide.set_table_attributes(f'class="{WIDE_TABLE_CLASS}"').to_html()
+    marker = '<div class="output text_html">'
+    host = next((d for d in toc_files() if d.startswith("book/part") and (site / (d + ".html")).is_file()
+                 and marker in (site / (d + ".html")).read_text()), None)
+    assert host, f"no chapter of the build shows an HTML cell output ({marker}) to hold the wide table"
+    page = site / (host + ".html")
+    copy = page.with_name(f".wide-table-{os.getpid()}-{page.name}")
+    copy.write_text(page.read_text().replace(marker, marker + table, 1))
+    try:
+        found = {}
+        for budget in (20000, 60000):
+            found, _ = _probe(site, str(Path(host).parent / copy.stem), PHONE, budget)
+            if found:
+                break
+    finally:
+        copy.unlink(missing_ok=True)
+    assert found, f"{host}: the probe did not finish"
+    probe = [t for t in found["tables"] if WIDE_TABLE_CLASS in t["cls"]]
+    assert probe, f"{host}: the wide table is not in the page's article"
+    t = probe[0]
+    assert t["width"] > PHONE, f"the test table is only {t['width']} px wide: it must be wider than a phone"
+    assert t["boxed"] and t["boxRight"] <= found["width"] + 1, (
+        f"{host}: at {PHONE} px a {t['width']} px table does not scroll inside a box within the page "
+        f"(its box ends at {t['boxRight']} px): book.css must give cell outputs overflow-x: auto")
+    assert found["scrollWidth"] <= found["width"] + 1, (
+        f"{host}: at {PHONE} px the page is {found['scrollWidth']} px wide with a wide table in a cell's output")

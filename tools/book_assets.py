@@ -17,7 +17,8 @@
 - The theme's default colour mode set ("auto"), so a first visit logs no "invalid theme mode".
 
 - Small screens: long inline code (``a_long_function_name(...)``) wraps instead of pushing the
-  page wider than a phone; display equations scroll inside their own box (``book.css``).
+  page wider than a phone; display equations scroll inside their own box, and so do wide
+  tables (a cell's output, a table of the text), whatever the theme's version (``book.css``).
 
 Loaded from ``_config.yml`` (``sphinx.local_extensions``).
 """
@@ -124,6 +125,7 @@ def dedupe_page_scripts(app, pagename, templatename, context, doctree) -> None:
 BOOK_CSS = """/* tools/book_assets.py: the book's own rules for small screens */
 .bd-article code.literal, .bd-article code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }
 .bd-article mjx-container[display="true"] { display: block; overflow-x: auto; overflow-y: hidden; max-width: 100%; }
+.bd-article div.cell_output .output, .bd-article .pst-scrollable-table-container { max-width: 100%; overflow-x: auto; }
 """
 
 
