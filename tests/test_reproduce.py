@@ -143,6 +143,28 @@ def test_current_file_is_skipped_and_jobs_option_ignored(tmp_path, monkeypatch):
     assert not R.status(JOB)[0]
 
 
+def test_recorded_sources_decide_currency_file_by_file(tmp_path, monkeypatch):
+    """A record with ``sources`` stays current while the files its run imported keep their
+    content, whatever the commit says (even "+dirty"), and goes stale when one changes or is gone."""
+    import flprivacy.experiments as E
+
+    import flprivacy.experiments.part3_table1  # noqa: F401  (so its file is among the imported ones)
+    sources = E.library_sources()
+    assert "flprivacy/experiments/part3_table1.py" in sources and "flprivacy/federation.py" in sources
+    assert all(len(v) == 16 for v in sources.values())
+    _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc+dirty", "sources": sources})
+    assert R.status(JOB) == (True, "current")
+    changed = dict(sources, **{"flprivacy/federation.py": "0" * 16})
+    _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc", "sources": changed})
+    assert R.status(JOB) == (False, "flprivacy/federation.py changed since the run")
+    _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc", "sources": {"flprivacy/gone.py": "0" * 16}})
+    assert not R.status(JOB)[0]
+    # save_result records them
+    monkeypatch.setattr(E, "result_path", lambda name, scale_=None: tmp_path / "saved.json")
+    saved = json.loads(E.save_result("x", {}, seeds=[0]).read_text())
+    assert saved["sources"]["flprivacy/experiments/part3_table1.py"] == sources["flprivacy/experiments/part3_table1.py"]
+
+
 def test_library_unchanged_since_refuses_unknown_commits():
     assert not R.library_unchanged_since("")
     assert not R.library_unchanged_since("unknown")

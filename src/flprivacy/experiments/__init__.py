@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import functools
+import hashlib
 import json
 import os
 import platform
@@ -155,12 +156,36 @@ def git_commit() -> str:
     return sha + ("+dirty" if dirty else "")
 
 
+@functools.lru_cache(maxsize=None)
+def _source_hash(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def library_sources() -> dict[str, str]:
+    """The library's source files this process has imported, as ``{"flprivacy/<path>.py": sha}``
+    (SHA-256, 16 hex digits). Each file is hashed the first time this function sees it: at the
+    start of a command (:func:`started_as_command`) for what was imported then, at the save for
+    what the run imported later. :mod:`flprivacy.experiments.reproduce` compares them with the
+    files now, so that a result stays current until a file it ran changes."""
+    pkg = Path(__file__).resolve().parents[1]
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if name.split(".")[0] != "flprivacy" or not f:
+            continue
+        path = Path(f).resolve()
+        if path.is_relative_to(pkg) and path.is_file():
+            out[path.relative_to(pkg.parent).as_posix()] = _source_hash(str(path))
+    return dict(sorted(out.items()))
+
+
 def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: str | None = None) -> Path:
     """Write ``data`` (JSON-serialisable) to :func:`result_path` with its provenance.
 
     The record holds the command actually run (:func:`run_command`), the scale, the seeds, the
-    UTC date and time, the library version, the git commit, the machine and the run's cost so far
-    (:func:`runtime`; a resumable run records the cost of its last invocation). A quick-scale run
+    UTC date and time, the library version, the git commit, the machine, the run's cost so far
+    (:func:`runtime`; a resumable run records the cost of its last invocation) and the hash of
+    every library file the run imported (:func:`library_sources`). A quick-scale run
     writes ``<name>_quick.json`` and never touches the paper-scale file.
 
     Args:
@@ -185,6 +210,7 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
         "commit": git_commit(),
         "machine": machine(),
         "runtime": runtime(),
+        "sources": library_sources(),
         "data": data,
     }
     path.write_text(json.dumps(record, indent=1) + "\n")
@@ -223,3 +249,4 @@ def started_as_command(argv: Sequence[str] | None = None) -> bool:
 
 if started_as_command():
     git_commit()  # the commit of the code this run imported (see git_commit)
+    library_sources()  # and the files it imported so far, hashed now

@@ -13,7 +13,10 @@ App. C.1 subset benchmark (scale-independent, ``fixed``) and the quick-scale LEA
 Part II's chapter reads (``_quick``; the same computation at either scale, three seeds). A command is **skipped** when its result file is current: the file
 records exactly the planned command, and the library's sources (``src/``) at the commit it
 records are those of the working tree now (so a change to a chapter or a README does not
-invalidate anything, a change to the library does). Every other command runs, each in its own
+invalidate anything, a change to the library does); a file that records the hashes of the
+library files its run imported (``sources``, every file written since they were recorded) is
+current while those files are unchanged, so a change to the image attacks does not invalidate
+Part II. Every other command runs, each in its own
 process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
 others go on. Interrupt it at any time: finished files stay, and the next call resumes.
 
@@ -31,6 +34,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -127,6 +131,19 @@ def library_unchanged_since(commit: str) -> bool:
         return False
 
 
+def sources_unchanged(sources: dict[str, str]) -> tuple[bool, str]:
+    """``(unchanged, first changed file)``: do the library files a run imported (its record's
+    ``sources``, :func:`flprivacy.experiments.library_sources`) still have the same content?"""
+    import hashlib
+
+    src = Path(__file__).resolve().parents[2]
+    for rel, sha in sources.items():
+        path = src / rel
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest()[:16] != sha:
+            return False, rel
+    return True, ""
+
+
 def _without_jobs(command: str) -> str:
     """A command without its ``--jobs N`` option, which changes the wall time, not the numbers."""
     words = shlex.split(command)
@@ -157,6 +174,9 @@ def status(job: Job) -> tuple[bool, str]:
         return False, "result file is not valid JSON"
     if _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
         return False, f"file made by another command: {record.get('command')!r}"
+    if isinstance(record.get("sources"), dict) and record["sources"]:
+        same, changed = sources_unchanged(record["sources"])
+        return (True, "current") if same else (False, f"{changed} changed since the run")
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
     return True, "current"
@@ -201,6 +221,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             records.append({"result": job.file, "command": job.command, "status": "skipped", "seconds": 0.0})
         else:
             todo.append(job)
+    known = [j.estimate_min for j in todo if j.estimate_min > 0]
+    print(f"to run: {len(todo)} of {len(plan)} commands, about {sum(known) / 60:.1f} h of one core's time for the "
+          f"{len(known)} with a recorded estimate ({sum(known) / 60 / max(args.jobs, 1):.1f} h at --jobs {args.jobs})")
     if args.dry_run or not todo:
         return {"jobs": records}
     t0 = time.perf_counter()
