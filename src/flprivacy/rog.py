@@ -206,7 +206,10 @@ def train_rog(images: Tensor, labels: Tensor, *, steps: int, batch_size: int = 3
 
     Each step draws a batch of clean digits, degrades each (:func:`degrade`, fresh noise every
     step), then: the discriminator minimises BCE(D(x), 1) + BCE(D(G(r, y)), 0); the generator
-    minimises BCE(D(G(r, y)), 1) + ``l1_weight`` · mean |G(r, y) - x|.
+    minimises BCE(D(G(r, y)), 1) + ``l1_weight`` · mean |G(r, y) - x|. The discriminator sees the
+    clean and the generated digits in one batch (its BatchNorm would otherwise normalise each
+    batch's own statistics away, the very difference it must detect; the public code has no
+    training script to follow here).
 
     Args:
         images: ``(n, 1, 28, 28)`` clean training digits in [0, 1] (disjoint from the attacked ones).
@@ -248,12 +251,15 @@ def train_rog(images: Tensor, labels: Tensor, *, steps: int, batch_size: int = 3
             r = degrade(x, sigma_max=sigma_max, seed=int(torch.randint(0, 2**62, (1,), generator=g)))
             xp, rp = _pad(x), _pad(r)
             fake = G(rp, c)
-            d_real, d_fake = Dn(xp), Dn(fake.detach())
+            # real and generated digits in one batch: with separate batches the discriminator's
+            # BatchNorm would normalise away exactly the statistics that tell them apart
+            d_both = Dn(torch.cat((xp, fake.detach())))
+            d_real, d_fake = d_both[:xp.shape[0]], d_both[xp.shape[0]:]
             loss_d = bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))
             opt_d.zero_grad(set_to_none=True)
             loss_d.backward()
             opt_d.step()
-            d_gen = Dn(fake)
+            d_gen = Dn(torch.cat((xp, fake)))[xp.shape[0]:]  # the same mixed batch as D saw
             adv, l1 = bce(d_gen, torch.ones_like(d_gen)), (fake - xp).abs().mean()
             loss_g = adv + l1_weight * l1
             if not (torch.isfinite(loss_g) and torch.isfinite(loss_d)):
