@@ -208,9 +208,14 @@ def train_gan(images: Tensor, *, steps: int, batch_size: int = 64, lr: float = 2
 
 
 # ---- weights: safetensors + a JSON record with the hash ---------------------------------------------
-def weights_path() -> Path:
-    """``data/weights/fedinverse_gan_mnist.safetensors`` of the project checkout (committed)."""
-    return Path(__file__).resolve().parents[3] / "data" / "weights" / "fedinverse_gan_mnist.safetensors"
+def weights_path(variant: str = "") -> Path:
+    """``data/weights/fedinverse_gan_mnist.safetensors`` of the project checkout (committed; the
+    authors' split, public digits 5-9), or with ``variant="all"`` ``fedinverse_gan_mnist_all.safetensors``
+    (a control prior trained on all ten digits of the same public images)."""
+    if variant not in ("", "all"):
+        raise ValueError(f"weights_path: variant={variant!r}; expected '' (digits 5-9) or 'all' (all ten digits).")
+    name = "fedinverse_gan_mnist" + ("_all" if variant else "") + ".safetensors"
+    return Path(__file__).resolve().parents[3] / "data" / "weights" / name
 
 
 def save_gan(gan: TrainedGan, path: str | Path, record: dict) -> dict:
@@ -267,3 +272,176 @@ def load_gan(path: str | Path | None = None, sha256: str | None = None) -> tuple
         for p in m.parameters():
             p.requires_grad_(False)
     return G, D, record
+
+
+# ---- FedInverse's HSIC regulariser -------------------------------------------------------------------
+def normalized_hsic(x: Tensor, y: Tensor, sigma: float = 5.0, eps: float = 1e-5) -> Tensor:
+    """FedInverse's normalised HSIC between paired samples ``x`` and ``y`` ((m, ...) each, m >= 2).
+
+    With Gaussian kernels K_ij = exp(-‖x_i - x_j‖² / (2σ²d)) (d features), K̃ = K H (H = I - 11ᵀ/m),
+    R = K̃ (K̃ + ε m I)^{-1}: nHSIC = Σ_ij (R_X)_ij (R_Y)_ji (the authors' ``hsic_normalized_cca``
+    in ``BiDO/hsic.py``; Wu et al. minimise it between the two halves of the generated batch).
+    Differentiable in ``x`` and ``y``; 0 <= nHSIC <= m - 1 up to the ε ridge (R_X, R_Y are near
+    projections onto the (m-1)-dimensional centred space).
+    """
+    if not isinstance(x, Tensor) or not isinstance(y, Tensor):
+        raise TypeError(f"normalized_hsic: x and y must be tensors; got {type(x).__name__} and {type(y).__name__}.")
+    if x.shape[0] != y.shape[0] or x.shape[0] < 2:
+        raise ValueError(f"normalized_hsic: x and y must hold the same number m >= 2 of samples; got {x.shape[0]} and "
+                         f"{y.shape[0]}.")
+    check_positive("sigma", sigma, "normalized_hsic")
+    check_positive("eps", eps, "normalized_hsic")
+    m = x.shape[0]
+    H = torch.eye(m, dtype=x.dtype) - torch.full((m, m), 1.0 / m, dtype=x.dtype)
+
+    def centred(a: Tensor) -> Tensor:
+        a = a.reshape(m, -1)
+        K = torch.exp(-torch.cdist(a, a).pow(2) / (2 * sigma ** 2 * a.shape[1]))
+        Kc = K @ H
+        return Kc @ torch.linalg.inv(Kc + eps * m * torch.eye(m, dtype=a.dtype))
+
+    return (centred(x) * centred(y).T).sum()
+
+
+# ---- the inversion -----------------------------------------------------------------------------------
+@dataclass
+class InversionResult:
+    """Model-inversion output: ``images`` (restarts·c, 1, 28, 28) in [0, 1], restart-major (row
+    r·c + j is restart r's image of ``labels[j]``); ``labels`` the target class of each row;
+    ``predicted`` / ``confidence`` the attacked model's argmax and softmax probability of the target;
+    ``loss`` the total loss per iteration (summed over restarts' batches: restart-major list)."""
+
+    images: Tensor
+    labels: Tensor
+    predicted: Tensor
+    confidence: Tensor
+    z: Tensor
+    loss: list[float]
+    seconds: float
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def attack_accuracy(self) -> float:
+        """Share of inverted images the attacked model assigns to their target class."""
+        return float((self.predicted == self.labels).float().mean())
+
+
+def model_inversion_attack(model, theta: Tensor, generator: nn.Module, critic: nn.Module, classes: Sequence[int], *,
+                           iterations: int = 1500, lr: float = 0.01, momentum: float = 0.9, identity_weight: float = 100.0,
+                           hsic_weight: float = 0.0, sigma: float = 5.0, clip: float = 1.0, restarts: int = 1,
+                           seed: int = 0) -> InversionResult:
+    """FedInverse's GMI attack on the global model θ (``hsic_weight`` = 0: "MI"; 0.05: "MI-HSIC").
+
+    For each restart, draw z ~ N(0, I) (one row per class in ``classes``) and take ``iterations``
+    Nesterov-momentum steps on L(z) = -mean D(G(z)) + λ CE(f_θ(crop(G(z))), c) + λ_h nHSIC(first half,
+    second half of G(z)), clipping z to [-``clip``, ``clip``] after each step (the settings of the
+    authors' ``GMI/attack_batchhsic_fl.py``; see the module docstring). The HSIC term needs at least
+    two classes.
+
+    Args:
+        model: the attacked :class:`~flprivacy.models.FLModel` (28x28 MNIST input), evaluated at ``theta``.
+        theta: the global model's flat parameters (what every client receives).
+        generator, critic: the public-data GAN (:func:`load_gan`).
+        classes: the target classes, each an output index of ``model``.
+        seed: the restarts draw their z from seeds derived from it (restart r: ``seed`` + r).
+    """
+    from ..models import FLModel
+
+    if not isinstance(model, FLModel):
+        raise TypeError(f"model_inversion_attack: model must be a flprivacy FLModel; got {type(model).__name__}.")
+    theta = as_tensor("theta", theta, where="model_inversion_attack", ndim=1, floating=True)
+    if theta.numel() != model.dim:
+        raise ValueError(f"model_inversion_attack: theta has {theta.numel()} entries but the model has "
+                         f"{model.dim} parameters; pass the global model's flat parameters.")
+    check_finite("theta", theta, "model_inversion_attack")
+    for name, net in (("generator", generator), ("critic", critic)):
+        if not isinstance(net, nn.Module):
+            raise TypeError(f"model_inversion_attack: {name} must be a torch module (from load_gan); got "
+                            f"{type(net).__name__}.")
+    cls = [check_int("classes", c, "model_inversion_attack", minimum=0) for c in classes]
+    if not cls:
+        raise ValueError("model_inversion_attack: classes is empty; name at least one target class.")
+    check_int("iterations", iterations, "model_inversion_attack", minimum=1)
+    check_int("restarts", restarts, "model_inversion_attack", minimum=1)
+    check_positive("lr", lr, "model_inversion_attack")
+    check_positive("momentum", momentum, "model_inversion_attack", strict=False, maximum=1.0)
+    check_positive("identity_weight", identity_weight, "model_inversion_attack", strict=False)
+    check_positive("hsic_weight", hsic_weight, "model_inversion_attack", strict=False)
+    check_positive("sigma", sigma, "model_inversion_attack")
+    check_positive("clip", clip, "model_inversion_attack")
+    check_seed("seed", seed, "model_inversion_attack")
+    if hsic_weight > 0 and len(cls) < 4:
+        raise ValueError(f"model_inversion_attack: hsic_weight > 0 compares two halves of the batch of {len(cls)} "
+                         "classes; give at least 4 classes (2 per half) or hsic_weight=0.")
+    z_dim = getattr(generator, "z_dim", Z_DIM)
+    labels = torch.tensor(cls, dtype=torch.long)
+    theta = theta.detach().to(model.dtype)
+    with torch.no_grad():
+        n_out = model.forward(theta, torch.zeros(1, 1, 28, 28, dtype=model.dtype)).shape[1]
+    if max(cls) >= n_out:
+        raise ValueError(f"model_inversion_attack: class {max(cls)} is not an output of the model ({n_out} classes).")
+    c, half = len(cls), len(cls) // 2
+    images, zs, losses = [], [], []
+    t0 = time.perf_counter()
+    for r in range(restarts):
+        z = torch.randn(c, z_dim, generator=make_generator(seed + r))
+        v = torch.zeros_like(z)
+        for _ in range(iterations):
+            z.requires_grad_(True)
+            fake = generator(z)
+            prior = -critic(fake).mean()
+            identity = F.cross_entropy(model.forward(theta, crop_images(fake).to(model.dtype)), labels)
+            loss = prior + identity_weight * identity
+            if hsic_weight > 0:
+                loss = loss + hsic_weight * normalized_hsic(fake[:half], fake[half:2 * half], sigma=sigma)
+            (grad,) = torch.autograd.grad(loss, z)
+            losses.append(float(loss.detach()))
+            with torch.no_grad():  # Nesterov momentum, as the authors' code writes it
+                v_prev = v
+                v = momentum * v - lr * grad
+                z = (z + (-momentum * v_prev + (1 + momentum) * v)).clamp(-clip, clip)
+        with torch.no_grad():
+            images.append(crop_images(generator(z)))
+            zs.append(z.detach())
+    X = torch.cat(images).float()
+    with torch.no_grad():
+        p = torch.softmax(model.forward(theta, X.to(model.dtype)), dim=1)
+    all_labels = labels.repeat(restarts)
+    check_finite("images", X, "model_inversion_attack", "the inversion diverged; lower lr")
+    settings = dict(iterations=iterations, lr=lr, momentum=momentum, identity_weight=identity_weight,
+                    hsic_weight=hsic_weight, sigma=sigma, clip=clip, restarts=restarts, seed=seed, classes=cls)
+    return InversionResult(X, all_labels, p.argmax(1), p[torch.arange(X.shape[0]), all_labels].float(),
+                           torch.cat(zs), losses, time.perf_counter() - t0, settings)
+
+
+# ---- scoring a class representative ------------------------------------------------------------------
+def nearest_same_class(images: Tensor, labels: Tensor, truth: Tensor, truth_labels: Tensor) -> Tensor:
+    """For each inverted image, the index of the ground-truth image *of its label* with the highest SSIM.
+
+    Model inversion recovers a representative of a class, not one client's image, so it is scored
+    against the closest real image of the class it targets (the most favourable pairing for the
+    attack; Wu et al. score by attack accuracy and FID instead). Several images may pick the same
+    ground truth. Raises if a label has no ground-truth image.
+    """
+    from ..metrics import ssim
+
+    images = as_tensor("images", images, where="nearest_same_class", ndim=4, floating=True)
+    truth = as_tensor("truth", truth, where="nearest_same_class", ndim=4, floating=True)
+    labels = as_tensor("labels", labels, where="nearest_same_class", ndim=1)
+    truth_labels = as_tensor("truth_labels", truth_labels, where="nearest_same_class", ndim=1)
+    if labels.shape[0] != images.shape[0] or truth_labels.shape[0] != truth.shape[0]:
+        raise ValueError(f"nearest_same_class: one label per image needed; got {images.shape[0]} images with "
+                         f"{labels.shape[0]} labels and {truth.shape[0]} ground-truth images with "
+                         f"{truth_labels.shape[0]} labels.")
+    if images.shape[1:] != truth.shape[1:]:
+        raise ValueError(f"nearest_same_class: images {tuple(images.shape)} and truth {tuple(truth.shape)} must have "
+                         "the same image shape.")
+    index = torch.empty(images.shape[0], dtype=torch.long)
+    for i in range(images.shape[0]):
+        cand = torch.nonzero(truth_labels == labels[i]).flatten()
+        if cand.numel() == 0:
+            raise ValueError(f"nearest_same_class: no ground-truth image of class {int(labels[i])}; give truth that "
+                             "holds every targeted class.")
+        s = ssim(images[i:i + 1].expand(cand.numel(), -1, -1, -1).clamp(0, 1), truth[cand].clamp(0, 1))
+        index[i] = cand[int(s.argmax())]
+    return index
