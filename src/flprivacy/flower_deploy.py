@@ -47,6 +47,10 @@ __all__ = ["deploy", "Deployment", "DeploymentError", "deployed_serverapp", "dep
            "free_port"]
 
 APP_DIR = Path(__file__).resolve().parents[2] / "deploy"  # the Flower App folder (its pyproject.toml)
+POLL_S = 0.1  # the ServerApp's pull interval (_PollingGrid) and Flower's SuperExec task poll (TASK_POLL)
+# Flower's SuperExec (started by the SuperLink and by each SuperNode) looks for a new ServerApp /
+# ClientApp to launch every FLWR_SUPEREXEC_TASK_POLL_INTERVAL s (default 1 s, once per message).
+TASK_POLL = {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(POLL_S)}
 _BIN = Path(sys.executable).parent
 
 
@@ -76,9 +80,38 @@ def deployed_serverapp() -> ServerApp:
                              adversary=spec["adversary"], connect_timeout=spec["connect_timeout"],
                              min_nodes=spec.get("min_nodes"), round_timeout=spec.get("round_timeout", 3600.0),
                              on_finish=save)
-        sapp(grid, context)
+        sapp(_PollingGrid(grid), context)
 
     return app
+
+
+class _PollingGrid:
+    """``grid`` whose ``send_and_receive`` pushes the messages and pulls the replies every
+    ``interval`` s until all arrived or ``timeout`` s passed: Flower's own (the ServerApp's
+    ``GrpcGrid``) sleeps a fixed 3 s between pulls, which adds up to 3 s to every round and to the
+    partition query. The same calls (``push_messages``, ``pull_messages``), the same contract
+    (``timeout=None`` waits for every reply); everything else is ``grid``'s."""
+
+    def __init__(self, grid: Grid, interval: float = POLL_S):
+        if not interval > 0:
+            raise ValueError(f"_PollingGrid: interval must be positive seconds, got {interval!r}.")
+        self._grid, self.interval = grid, float(interval)
+
+    def send_and_receive(self, messages, *, timeout: float | None = None) -> list[Message]:
+        waiting = set(self._grid.push_messages(messages))
+        end = None if timeout is None else time.monotonic() + timeout
+        replies: list[Message] = []
+        while waiting:
+            got = list(self._grid.pull_messages(waiting))
+            replies += got
+            waiting -= {m.metadata.reply_to_message_id for m in got}
+            if not waiting or (end is not None and time.monotonic() >= end):
+                break
+            time.sleep(self.interval if end is None else max(0.0, min(self.interval, end - time.monotonic())))
+        return replies
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._grid, name)
 
 
 def deployed_clientapp() -> ClientApp:
@@ -149,12 +182,12 @@ class Deployment:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ, FLWR_HOME=str(self.workdir / "flwr_home"), PYTHONUNBUFFERED="1",
-                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **TASK_POLL)
         env["PATH"] = f"{_BIN}{os.pathsep}{env.get('PATH', '')}"  # flwr-serverapp / flwr-clientapp
         return env
 
     def _start(self, name: str, argv: list[str]) -> subprocess.Popen:
-        self.commands.append(self.shown(argv))
+        self.commands.append(" ".join(f"{k}={v}" for k, v in TASK_POLL.items()) + " " + self.shown(argv))
         log = open(self.workdir / f"{name}.log", "wb")
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self._env(), cwd=self.workdir,
                              start_new_session=True)
@@ -214,6 +247,26 @@ class Deployment:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         p.wait(timeout=10)
+        # SIGKILL is delivered asynchronously: on a loaded machine a descendant can still be
+        # running for a moment after the signal; return only once every one is gone (or a zombie).
+        with contextlib.suppress(Exception):
+            import psutil
+
+            procs = []
+            for pid in pids[1:]:
+                with contextlib.suppress(psutil.Error):
+                    procs.append(psutil.Process(pid))
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                live = []
+                for q in procs:
+                    with contextlib.suppress(psutil.Error):
+                        if q.status() != psutil.STATUS_ZOMBIE:
+                            live.append(q)
+                if not live:
+                    break
+                procs = live
+                time.sleep(0.02)
 
     def alive(self) -> list[int]:
         """Process ids started by this deployment (or their descendants) still running."""
