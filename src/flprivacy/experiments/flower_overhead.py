@@ -17,7 +17,9 @@ one full-batch local epoch) run by
 
 Flower's per-round time is the median of the rounds as its strategy timed them; the in-process
 one comes from a run of R rounds and one of 1 round, (t_R - t_1)/(R - 1); the start-up is the
-rest of the run's wall time. Writes ``book/results/flower_overhead.json``.
+rest of the run's wall time. ``load_average_1min`` records the machine's 1-minute load average at
+the start and the end (on a shared machine the processes of the deployment and of Ray compete
+with others for the cores). Writes ``book/results/flower_overhead.json``.
 """
 
 from __future__ import annotations
@@ -144,14 +146,16 @@ def main(rounds: int = 8, deploy_rounds: int = 3, ray_tries: int = 2, ray_timeou
 
     clients, model, local = federation()
     kw = dict(model=model, clients=clients, local=local, seed=0)
+    load0 = os.getloadavg()[0]  # the machine may be shared: its load beside the times
     out = {"model_parameters": model.dim, "clients": len(clients),
            "in_process": time_runs(run_fedavg, rounds, **kw),
            "flower_in_process_grid": time_runs(run_flower, rounds, **kw),
            "flower_deployment": time_deployment(deploy_rounds)}
     if ray_tries > 0:
         out["flower_ray"] = try_ray(rounds, ray_tries, ray_timeout)
+    out["load_average_1min"] = {"start": load0, "end": os.getloadavg()[0], "cpus": os.cpu_count()}
     for name, v in out.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and name != "load_average_1min":
             v = v.get("result", v)
             if v is None:
                 print(f"{name:>24}: no try finished")
