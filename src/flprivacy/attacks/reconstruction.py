@@ -21,11 +21,12 @@ low in seconds, by a greedy start (column-pivoted QR) and a batched swap search.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal, Union
 
 import numpy as np
@@ -627,19 +628,48 @@ def decode_mapping(results: Sequence[LearnedMappingResult], *, steps: int, lr: f
     return {k: z * G.in_scale[:, None] + G.center for k, z in snaps.items()}
 
 
+@dataclass(frozen=True)
+class _MappingSettings:
+    """The settings of Algo. 3 and their defaults, one source for :func:`learned_mapping_reconstruction`
+    and :func:`learned_mapping_reconstruction_batch` (their keyword arguments besides ``theta_init``)."""
+
+    hidden: int = 1000
+    fit_steps: int = 2000
+    fit_lr: float = 1e-3
+    decode_steps: int = 2000
+    decode_lr: float = 1e-2
+    decode_optimizer: Literal["adam", "lbfgs"] = "adam"
+    normalize_inputs: bool = False
+    seed: int = 0
+    progress: bool = False
+
+    @classmethod
+    def of(cls, where: str, settings: dict) -> "_MappingSettings":
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(settings) - set(names))
+        if unknown:
+            raise TypeError(f"{where}() got unexpected keyword argument(s) {', '.join(unknown)}; it takes messages, "
+                            f"theta_init and {', '.join(names)}.")
+        return cls(**settings)
+
+
+def _takes_mapping_settings(func):
+    """Spell ``func``'s ``**settings`` out as :class:`_MappingSettings`' keywords and defaults in its
+    signature (``help``, the API pages), after ``theta_init``."""
+    sig = inspect.signature(func)
+    kept = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    spelled = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+               for f in fields(_MappingSettings)]
+    func.__signature__ = sig.replace(parameters=kept + spelled)
+    return func
+
+
+@_takes_mapping_settings
 def learned_mapping_reconstruction_batch(
     messages: Sequence[Messages],
     *,
-    hidden: int = 1000,
-    fit_steps: int = 2000,
-    fit_lr: float = 1e-3,
-    decode_steps: int = 2000,
-    decode_lr: float = 1e-2,
-    decode_optimizer: Literal["adam", "lbfgs"] = "adam",
-    normalize_inputs: bool = False,
     theta_init: Tensor | None = None,
-    seed: int = 0,
-    progress: bool = False,
+    **settings,
 ) -> list[LearnedMappingResult]:
     """Xu & Neglia's Algo. 3 for several attacks at once (e.g. every client of a run, or every
     seed), as one batched computation: attack i has its own network G_i, fitted on its own
@@ -649,10 +679,11 @@ def learned_mapping_reconstruction_batch(
     See :func:`learned_mapping_reconstruction` for the algorithm and the arguments;
     ``theta_init`` here is ``(b, d)``.
     """
-    check_int("hidden", hidden, "learned_mapping_reconstruction", minimum=0)
-    check_int("fit_steps", fit_steps, "learned_mapping_reconstruction", minimum=0)
-    check_int("decode_steps", decode_steps, "learned_mapping_reconstruction", minimum=0)
-    check_seed("seed", seed, "learned_mapping_reconstruction")
+    cfg = _MappingSettings.of("learned_mapping_reconstruction_batch", settings)
+    check_int("hidden", cfg.hidden, "learned_mapping_reconstruction", minimum=0)
+    check_int("fit_steps", cfg.fit_steps, "learned_mapping_reconstruction", minimum=0)
+    check_int("decode_steps", cfg.decode_steps, "learned_mapping_reconstruction", minimum=0)
+    check_seed("seed", cfg.seed, "learned_mapping_reconstruction")
     pairs = [_pairs(m) for m in messages]
     if not pairs:
         raise ValueError("learned_mapping_reconstruction_batch needs at least one message set.")
@@ -672,7 +703,7 @@ def learned_mapping_reconstruction_batch(
     X = torch.stack([s for s, _ in pairs]).to(dtype)  # (b, n, d) sent models θ^t
     Y = torch.stack([s - r for s, r in pairs]).to(dtype)  # (b, n, d) updates θ^t - θ_c^t (Algo. 3 line 1)
     b = X.shape[0]
-    if normalize_inputs:
+    if cfg.normalize_inputs:
         center = X.mean(1)
         in_scale = (X - center[:, None]).pow(2).sum(2).mean(1).sqrt()
         in_scale = torch.where(in_scale > 0, in_scale, torch.ones_like(in_scale))
@@ -680,12 +711,12 @@ def learned_mapping_reconstruction_batch(
         center, in_scale = torch.zeros(b, d, dtype=dtype), torch.ones(b, dtype=dtype)
     out_scale = Y.pow(2).sum(2).mean(1).sqrt()
     out_scale = torch.where(out_scale > 0, out_scale, torch.ones_like(out_scale))
-    G = UpdateMapping(b, d, hidden, center, in_scale, out_scale, make_generator(seed))
+    G = UpdateMapping(b, d, cfg.hidden, center, in_scale, out_scale, make_generator(cfg.seed))
     Z = (X - center[:, None]) / in_scale[:, None, None]
     Yn = Y / out_scale[:, None, None]
-    opt = torch.optim.Adam(G.parameters(), lr=fit_lr)
+    opt = torch.optim.Adam(G.parameters(), lr=cfg.fit_lr)
     fit_curve = []
-    for _ in tqdm(range(fit_steps), desc="fit G (eq. 6)", disable=not progress, leave=False):
+    for _ in tqdm(range(cfg.fit_steps), desc="fit G (eq. 6)", disable=not cfg.progress, leave=False):
         opt.zero_grad()
         per_attack = (G.normalized(Z) - Yn).pow(2).sum(2).mean(1)  # (b,) eq. (6), normalised units
         per_attack.sum().backward()
@@ -701,13 +732,13 @@ def learned_mapping_reconstruction_batch(
         start = torch.as_tensor(theta_init).to(dtype).reshape(b, d)
     z = ((start - center) / in_scale[:, None]).clone().requires_grad_(True)
     decode_curve = []
-    if decode_optimizer == "adam":
-        zf, decode_curve, _ = _adam_decode(G, z.detach(), decode_steps, decode_lr, progress=progress)
+    if cfg.decode_optimizer == "adam":
+        zf, decode_curve, _ = _adam_decode(G, z.detach(), cfg.decode_steps, cfg.decode_lr, progress=cfg.progress)
         z = zf
-    elif decode_optimizer == "lbfgs":
+    elif cfg.decode_optimizer == "lbfgs":
         # the attacks are independent, so minimising the sum minimises each; L-BFGS copes with the
         # ill-conditioning of ||G||² (for least squares, G = W(θ - θ*) and κ(WᵀW) = κ(W)²)
-        opt_z = torch.optim.LBFGS([z], lr=1.0, max_iter=decode_steps, history_size=50, tolerance_grad=1e-12,
+        opt_z = torch.optim.LBFGS([z], lr=1.0, max_iter=cfg.decode_steps, history_size=50, tolerance_grad=1e-12,
                                   tolerance_change=1e-15, line_search_fn="strong_wolfe")
 
         def closure() -> Tensor:
@@ -720,7 +751,7 @@ def learned_mapping_reconstruction_batch(
 
         opt_z.step(closure)
     else:
-        raise ValueError(f"decode_optimizer must be 'adam' or 'lbfgs', got {decode_optimizer!r}.")
+        raise ValueError(f"decode_optimizer must be 'adam' or 'lbfgs', got {cfg.decode_optimizer!r}.")
     theta = z.detach() * in_scale[:, None] + center
     fit_curves = torch.stack(fit_curve, 1) if fit_curve else torch.zeros(b, 0)
     dec_curves = torch.stack(decode_curve, 1) if decode_curve else torch.zeros(b, 0)
@@ -734,19 +765,12 @@ def learned_mapping_reconstruction_batch(
     return out
 
 
+@_takes_mapping_settings
 def learned_mapping_reconstruction(
     messages: Messages,
     *,
-    hidden: int = 1000,
-    fit_steps: int = 2000,
-    fit_lr: float = 1e-3,
-    decode_steps: int = 2000,
-    decode_lr: float = 1e-2,
-    decode_optimizer: Literal["adam", "lbfgs"] = "adam",
-    normalize_inputs: bool = False,
     theta_init: Tensor | None = None,
-    seed: int = 0,
-    progress: bool = False,
+    **settings,
 ) -> LearnedMappingResult:
     """Xu & Neglia's local model reconstruction heuristic (Algo. 3), for any model.
 
@@ -780,7 +804,5 @@ def learned_mapping_reconstruction(
         progress: progress bars.
     """
     init = None if theta_init is None else torch.as_tensor(theta_init).reshape(1, -1)
-    return learned_mapping_reconstruction_batch(
-        [messages], hidden=hidden, fit_steps=fit_steps, fit_lr=fit_lr, decode_steps=decode_steps,
-        decode_lr=decode_lr, decode_optimizer=decode_optimizer, normalize_inputs=normalize_inputs, theta_init=init,
-        seed=seed, progress=progress)[0]
+    _MappingSettings.of("learned_mapping_reconstruction", settings)
+    return learned_mapping_reconstruction_batch([messages], theta_init=init, **settings)[0]
