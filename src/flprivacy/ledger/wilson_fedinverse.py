@@ -52,7 +52,15 @@ def _ours(record: Mapping[str, Any]) -> str:
             f"{min(acc):.2f}-{max(acc):.2f}, MI images classified as their target {min(hits):.0%}-{max(hits):.0%}); "
             + "; ".join(f"{LABELS[m]}: SSIM {mean[m]['ssim']:.3f}, PSNR {mean[m]['psnr']:.1f} dB, LPIPS {mean[m]['lpips']:.3f}"
                         for m in LABELS if m in mean)
-            + " (each image vs the most similar peer image of its class)")
+            + " (each image vs the most similar peer image of its class); nearest real digit of the target class: "
+            + ", ".join(f"{LABELS[m]} {_nn(d['cases'], m):.0%}" for m in LABELS if m in mean))
+
+
+def _nn(cases, method: str) -> float:
+    """Mean over seeds of a method's nearest-neighbour accuracy (the independent judge of the class)."""
+    get = {"ours": lambda c: c["ours"]["nn_accuracy"], "ours_raw": lambda c: c["ours"]["raw"]["nn_accuracy"]}.get(
+        method, lambda c: c["fedinverse"][method]["nn_accuracy"])
+    return sum(get(c) for c in cases) / len(cases)
 
 
 def rows() -> list[Row]:
