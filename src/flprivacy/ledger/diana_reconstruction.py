@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from . import (Row, Verdict, at_most, bound, combine, not_run, not_run_rows, number, ordering, record_or_none, row, sign,
+from . import (Row, at_most, bound, combine, not_run, not_run_rows, number, ordering, record_or_none, row, sign,
                trend)
+from .xu_neglia import _because
 
 PAPER = "Diana et al. 2025"
 
@@ -63,7 +64,6 @@ QUOTES: dict[str, str] = {
 """The paper's Part II claims, quoted (or closely paraphrased where the sentence is long)."""
 
 CH_EXACT = "part2/exact_recovery"
-CH_LOWER = "part2/lower_bound"
 CH_STOCH = "part2/stochastic_updates"
 
 
@@ -181,12 +181,8 @@ def fig2_numbers(record: Mapping[str, Any]) -> dict[str, Any]:
 # ---- the rows ---------------------------------------------------------------------------------------------------------
 
 
-def _because(v: Verdict, why: str) -> Verdict:
-    return v if v.ok else Verdict(v.status, f"{v.reason}; {why}")
-
-
 def _live_rows() -> list[Row]:
-    from .xu_neglia import EXACT_C, _below, exact_recovery_live, hard_instance_live, lower_bound_verdicts
+    from .xu_neglia import EXACT_C, _below, exact_recovery_live, hard_instance_live, lower_bound_rows
 
     a3 = alg3_live()["cases"]
     lem = lemma2_live()
@@ -208,18 +204,16 @@ def _live_rows() -> list[Row]:
             ours=f"{len(ex)} instances (d 3-11, E 1 and 5, three η): largest relative error "
                  f"{_below(max(c['error'] for c in ex))}, within {EXACT_C} κ(Θ_out) ε in {holds}",
             verdict=bound(holds, len(ex), what=f"relative error <= {EXACT_C} κ(Θ_out) ε"), chapter=CH_EXACT),
-        row(**common, result_id="Diana Prop. 3 Ω(d) rounds to learn the global model", claim=QUOTES["Prop. 3 rounds"],
-            paper_value="θ^t vanishes in coordinates t+1..d for t < d (eqs. 28-29)",
-            ours=f"hard instance, d = {d}: zero pattern exact and tight in {sum(hard['staircase'])} of {d} rounds; "
-                 f"global optimum without a zero coordinate: {hard['optimum_dense']}",
-            verdict=lower_bound_verdicts(hard)[0],
-            chapter=CH_LOWER),
-        row(**common, result_id="Diana Prop. 3 Ω(d) messages to reconstruct", claim=QUOTES["Prop. 3 messages"],
-            paper_value="two datasets, identical messages before round d-1",
-            ours=f"d = {d}: identical exchanges in {sum(same[:d - 1])} of rounds 0-{d - 2}, different in "
-                 f"{sum(not s for s in same[d - 1:])} of the {len(same) - d + 1} after",
-            verdict=lower_bound_verdicts(hard)[1],
-            chapter=CH_LOWER),
+        *lower_bound_rows(
+            hard, paper=PAPER,
+            rounds=dict(result_id="Diana Prop. 3 Ω(d) rounds to learn the global model", claim=QUOTES["Prop. 3 rounds"],
+                        paper_value="θ^t vanishes in coordinates t+1..d for t < d (eqs. 28-29)",
+                        ours=f"hard instance, d = {d}: zero pattern exact and tight in {sum(hard['staircase'])} of {d} "
+                             f"rounds; global optimum without a zero coordinate: {hard['optimum_dense']}"),
+            messages=dict(result_id="Diana Prop. 3 Ω(d) messages to reconstruct", claim=QUOTES["Prop. 3 messages"],
+                          paper_value="two datasets, identical messages before round d-1",
+                          ours=f"d = {d}: identical exchanges in {sum(same[:d - 1])} of rounds 0-{d - 2}, different in "
+                               f"{sum(not s for s in same[d - 1:])} of the {len(same) - d + 1} after")),
         row(**common, result_id="Diana App. A Lemma 2 W invertible", claim=QUOTES["Lemma 2"],
             paper_value="invertible for every n >= 0 and SPD A",
             ours=f"{len(lem['cases'])} cases with A = 2η/S_c H, η <= S_c/(2λ_max), K in 1, 2, 7: smallest λ_min(W) "

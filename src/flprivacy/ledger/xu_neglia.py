@@ -151,6 +151,15 @@ def lower_bound_verdicts(hard: dict[str, Any]) -> tuple[Verdict, Verdict]:
     return rounds, messages
 
 
+def lower_bound_rows(hard: dict[str, Any], *, paper: str, rounds: dict[str, str],
+                     messages: dict[str, str]) -> list[Row]:
+    """The two rows of the Ω(d) lower bound on the live hard instance (Xu & Neglia Obs. 2 = Diana et al.
+    Prop. 3), in each paper's words: ``rounds`` and ``messages`` give the ``result_id``, ``claim``,
+    ``paper_value`` and ``ours`` of the two halves; the verdicts are :func:`lower_bound_verdicts`'s."""
+    common = dict(paper=paper, data="synthetic (as in the paper)", file="live", chapter=CH_LOWER)
+    return [row(**common, **texts, verdict=v) for texts, v in zip((rounds, messages), lower_bound_verdicts(hard))]
+
+
 @functools.lru_cache(maxsize=1)
 def hard_instance_live(d: int = 12) -> dict[str, Any]:
     """Obs. 2 / Diana Prop. 3 on Nesterov's hard instance (``d`` features, two clients, one
@@ -433,18 +442,17 @@ def _live_rows() -> list[Row]:
             ours="", verdict=not_run("timed live in the chapter (wall time of one reconstruction for d = 100-800, fitted "
                                      "exponent asserted in [2.2, 3.6]); wall time depends on the machine, so the "
                                      "ledger records no verdict"), chapter=CH_EXACT, data="synthetic (as in the paper)"),
-        row(**common, result_id="Xu Observation 2 Ω(d) rounds to learn the global model", claim=QUOTES["Obs. 2 rounds"],
-            paper_value="θ^t has at most t non-zero coordinates for t < d; θ* has none zero",
-            ours=f"hard instance, d = {d}: staircase exact and tight in {sum(hard['staircase'])} of {d} rounds; smallest "
-                 f"|θ*_i| = {hard['min_abs_optimum']:.2e}",
-            verdict=lower_bound_verdicts(hard)[0],
-            chapter=CH_LOWER),
-        row(**common, result_id="Xu Observation 2 Ω(d) messages to reconstruct", claim=QUOTES["Obs. 2 messages"],
-            paper_value="two clients with different optima send identical messages before round d-1",
-            ours=f"d = {d}: identical exchanges in rounds 0-{d - 2}: {sum(same[:d - 1])} of {d - 1}; different from "
-                 f"round {d - 1} on: {sum(not s for s in same[d - 1:])} of {len(same) - d + 1}",
-            verdict=lower_bound_verdicts(hard)[1],
-            chapter=CH_LOWER),
+        *lower_bound_rows(
+            hard, paper=PAPER,
+            rounds=dict(result_id="Xu Observation 2 Ω(d) rounds to learn the global model", claim=QUOTES["Obs. 2 rounds"],
+                        paper_value="θ^t has at most t non-zero coordinates for t < d; θ* has none zero",
+                        ours=f"hard instance, d = {d}: staircase exact and tight in {sum(hard['staircase'])} of {d} "
+                             f"rounds; smallest |θ*_i| = {hard['min_abs_optimum']:.2e}"),
+            messages=dict(result_id="Xu Observation 2 Ω(d) messages to reconstruct", claim=QUOTES["Obs. 2 messages"],
+                          paper_value="two clients with different optima send identical messages before round d-1",
+                          ours=f"d = {d}: identical exchanges in rounds 0-{d - 2}: {sum(same[:d - 1])} of {d - 1}; "
+                               f"different from round {d - 1} on: {sum(not s for s in same[d - 1:])} of "
+                               f"{len(same) - d + 1}")),
         row(**common, result_id="Xu Algo. 3 affine G is Observation 1", claim=QUOTES["Algo. 3"],
             paper_value="affine G on full-batch least squares decodes θ_c^*",
             ours=f"distance left / start {_below(aff['fraction_left'], 1e-3)}, allowed 10 κ(W) √(relative mapping "
