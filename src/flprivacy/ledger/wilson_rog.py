@@ -14,11 +14,13 @@ the seeds of each K, each method scored with the raw images' Hungarian pairing.
 
 The rules, as the paper states the claims:
 
-- Fig. 8 (:func:`fig8_verdict`): over all cases, DDRM's mean LPIPS is above (worse than) the GAN's,
-  its mean SSIM below, and its recognisability (the 1-NN reading of
-  :func:`flprivacy.experiments.wilson_rog.recognised`; the paper judges it by eye) above.
-- Fig. 15 (:func:`app_g_verdict`): at every number of clients DDRM's mean LPIPS is above the GAN's,
-  and the two mean SSIMs differ by at most :data:`COMPARABLE_SSIM`.
+- Fig. 8 (:func:`fig8_verdict`): over all cases, DDRM's LPIPS is above (worse than) the GAN's,
+  its SSIM below, and its recognisability (the 1-NN reading of
+  :func:`flprivacy.experiments.wilson_rog.recognised`; the paper judges it by eye) above, each by
+  more than two standard errors of the per-case differences (:func:`noise_margin`).
+- Fig. 15 (:func:`app_g_verdict`): at every number of clients DDRM's LPIPS is above the GAN's (by
+  more than two standard errors over the seeds), and the two mean SSIMs differ by at most
+  :data:`COMPARABLE_SSIM`.
 """
 
 from __future__ import annotations
@@ -57,21 +59,43 @@ def overall(record: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     return {m: {k: mean(c[m][k] for c in cs) for k in METRICS} for m in METHODS}
 
 
-def fig8_verdict(means: Mapping[str, Mapping[str, float]]) -> Verdict:
+def paired(record: Mapping[str, Any], metric: str, a: str, b: str, K: int | None = None) -> list[float]:
+    """Per-case differences ``a - b`` of ``metric`` (each case: one seed at one K; only ``K``'s when given)."""
+    return [c[a][metric] - c[b][metric] for c in record["data"]["cases"] if K is None or int(c["K"]) == K]
+
+
+def noise_margin(diffs: list[float]) -> float:
+    """Two standard errors of the mean of paired per-case differences (0 with fewer than two
+    cases): a directional claim counts only when the mean difference exceeds it, i.e. when it is
+    not within the case-to-case (seed) noise; for normal differences a mean beyond 2 SE arises by
+    chance with probability about 2.3% (one-sided; heavier with few cases, a t distribution)."""
+    n = len(diffs)
+    if n < 2:
+        return 0.0
+    m = sum(diffs) / n
+    return 2 * (sum((d - m) ** 2 for d in diffs) / (n - 1)) ** 0.5 / n ** 0.5
+
+
+def _directional(record: Mapping[str, Any], metric: str, a: str, b: str, what: str, K: int | None = None) -> Verdict:
+    d = paired(record, metric, a, b, K)
+    return sign(sum(d) / len(d), margin=noise_margin(d), what=what + " (margin: 2 standard errors over cases)")
+
+
+def fig8_verdict(record: Mapping[str, Any]) -> Verdict:
     """Fig. 8 as stated: the direct post-processor is more recognisable than the GAN, with worse
-    LPIPS (higher) and worse SSIM (lower); means over all cases."""
-    d, g = means["ddrm"], means["rog"]
-    return combine(sign(d["recognised"] - g["recognised"], what="recognisability (1-NN), DDRM - GAN"),
-                   sign(d["lpips"] - g["lpips"], what="LPIPS, DDRM - GAN (the paper: DDRM worse, higher)"),
-                   sign(g["ssim"] - d["ssim"], what="SSIM, GAN - DDRM (the paper: DDRM worse, lower)"))
+    LPIPS (higher) and worse SSIM (lower); mean per-case differences over all cases, each beyond
+    :func:`noise_margin`."""
+    return combine(_directional(record, "recognised", "ddrm", "rog", "recognisability (1-NN), DDRM - GAN"),
+                   _directional(record, "lpips", "ddrm", "rog", "LPIPS, DDRM - GAN (the paper: DDRM worse, higher)"),
+                   _directional(record, "ssim", "rog", "ddrm", "SSIM, GAN - DDRM (the paper: DDRM worse, lower)"))
 
 
-def app_g_verdict(curve: Mapping[int, Mapping[str, Mapping[str, float]]]) -> Verdict:
-    """Fig. 15 as stated: at every K, DDRM's LPIPS above the GAN's, and SSIM comparable
-    (|difference| <= :data:`COMPARABLE_SSIM`)."""
+def app_g_verdict(record: Mapping[str, Any]) -> Verdict:
+    """Fig. 15 as stated: at every K, DDRM's LPIPS above the GAN's (the mean over seeds beyond
+    :func:`noise_margin`), and SSIM comparable (means within :data:`COMPARABLE_SSIM`)."""
     parts = []
-    for K, v in curve.items():
-        parts.append(sign(v["ddrm"]["lpips"] - v["rog"]["lpips"], what=f"K = {K}: LPIPS, DDRM - GAN"))
+    for K, v in per_k(record).items():
+        parts.append(_directional(record, "lpips", "ddrm", "rog", f"K = {K}: LPIPS, DDRM - GAN", K))
         parts.append(at_most(abs(v["ddrm"]["ssim"] - v["rog"]["ssim"]), COMPARABLE_SSIM,
                              what=f"K = {K}: |SSIM DDRM - SSIM GAN|"))
     return combine(*parts)
@@ -96,14 +120,14 @@ def rows() -> list[Row]:
                 row(**common, result_id=APP_G_ID, claim=QUOTES["App. G"], paper_value=app_g_value, ours="",
                     verdict=not_run(why))]
     setting = (f"{rec['scale']} scale, {len(rec['data']['cases'])} cases (K = "
-               f"{', '.join(str(K) for K in per_k(rec))}, 8 MNIST digits per client); book DDPM + DDRM vs book ROG GAN "
+               f"{', '.join(str(K) for K in per_k(rec))}; 8 MNIST digits per client); book DDPM + DDRM vs book ROG GAN "
                f"({rec['data']['rog']['steps']} training steps)")
     means = overall(rec)
     curve = per_k(rec)
     k_text = "; ".join(f"K = {K}: LPIPS DDRM {v['ddrm']['lpips']:.3f} vs GAN {v['rog']['lpips']:.3f}, SSIM DDRM "
                        f"{v['ddrm']['ssim']:.3f} vs GAN {v['rog']['ssim']:.3f}" for K, v in curve.items())
     return [row(**common, result_id=FIG8_ID, claim=QUOTES["Fig. 8"], paper_value=fig8_value,
-                ours=f"{setting}: {_fmt(means)}", verdict=fig8_verdict(means), record=rec),
+                ours=f"{setting}: {_fmt(means)}", verdict=fig8_verdict(rec), record=rec),
             row(**common, result_id=APP_G_ID, claim=QUOTES["App. G"], paper_value=app_g_value,
-                ours=f"{setting}: {k_text} (comparable: within {COMPARABLE_SSIM})", verdict=app_g_verdict(curve),
+                ours=f"{setting}: {k_text} (comparable: within {COMPARABLE_SSIM})", verdict=app_g_verdict(rec),
                 record=rec)]
