@@ -69,26 +69,25 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
                              "machine slow them down; 0 keeps torch's choice)")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (e.g. ``--seeds 3``); anything else exits non-zero."""
+def _int_at_least(text: str, minimum: int, expected: str) -> int:
+    """``text`` as an integer >= ``minimum``, else an argparse error "expected <expected>, got ..."."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (e.g. ``--seeds 3``); anything else exits non-zero."""
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def seed_int(text: str) -> int:
     """argparse type: a seed, an integer >= 0; anything else exits non-zero."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {value}")
-    return value
+    return _int_at_least(text, 0, "a non-negative integer seed")
 
 
 def use_threads(args: argparse.Namespace) -> None:

@@ -41,7 +41,7 @@ from ..log import MessageLog
 from ..models import FLModel
 from ..optimum import optimal_local_models
 from ..threats import eavesdrop, last_returned
-from . import add_threads_option, seed_int, use_threads
+from . import add_threads_option, save_result, seed_int, use_threads
 
 
 # ---- settings ---------------------------------------------------------------------------------------
@@ -345,6 +345,16 @@ def table_record(task: str, s, seeds: Sequence[int], per_seed: list[dict], paper
     return {"task": task, "source": per_seed[0]["data"]["source"], "settings": asdict(s), "seeds": list(seeds),
             **extra, "summary": summarise(per_seed), "per_seed": per_seed, "paper": paper,
             "seconds": time.perf_counter() - start}
+
+
+def save_table(name: str, task: str, s, seeds: Sequence[int], per_seed: list[dict], paper: dict, start: float, *,
+               save: bool, **extra) -> dict:
+    """The last step of Tables 1-3 for one task: :func:`table_record`, written to the result file
+    ``name`` (the table's ``result_name(task, source)``) when ``save``."""
+    out = table_record(task, s, seeds, per_seed, paper, start, **extra)
+    if save:
+        print("wrote", save_result(name, out, seeds=seeds))
+    return out
 
 
 def list_states() -> list[str]:

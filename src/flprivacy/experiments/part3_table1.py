@@ -22,8 +22,7 @@ from dataclasses import replace
 
 from ..config import at_scale
 from ..ledger.diana_aia import PAPER_TABLE1
-from . import save_result
-from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, table_main, table_record
+from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, save_table, table_main
 from .part3_pipeline import result_name as _result_name
 
 
@@ -70,10 +69,7 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     print(f"{task} ({source}):")
     per_seed = over_seeds(seeds, lambda seed: make_task(task, source, seed, s),
                           lambda ft, seed: run_pipeline(ft, s, seed, progress=progress, log=print))
-    out = table_record(task, s, seeds, per_seed, PAPER_TABLE1[task], start)
-    if save:
-        print("wrote", save_result(result_name(task, source), out, seeds=seeds))
-    return out
+    return save_table(result_name(task, source), task, s, seeds, per_seed, PAPER_TABLE1[task], start, save=save)
 
 
 def main(argv: list[str] | None = None) -> None:

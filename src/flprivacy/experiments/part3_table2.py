@@ -35,8 +35,7 @@ from ..federation import ClientData, MessageLog
 from ..ledger.diana_aia import PAPER_TABLE2
 from ..models import linear_regression
 from ..threats import eavesdrop
-from . import save_result
-from .part3_pipeline import AIASettings, over_seeds, run_pipeline, table_main, table_record
+from .part3_pipeline import AIASettings, over_seeds, run_pipeline, save_table, table_main
 from .part3_pipeline import result_name as _result_name
 from .part3_table1 import PAPER_SETTINGS
 
@@ -120,9 +119,7 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
     per_seed = over_seeds(seeds, lambda seed: make_ls_task(task, source, seed, s),
                                        lambda ft, seed: run_table2(ft, s, seed, progress=progress),
                                        data=lambda ft: {"features": ft.feature_names})
-    out = table_record(task, s, seeds, per_seed, PAPER_TABLE2[task], start)
-    if save:
-        print("wrote", save_result(result_name(task, source), out, seeds=seeds))
+    out = save_table(result_name(task, source), task, s, seeds, per_seed, PAPER_TABLE2[task], start, save=save)
     print(f"total runtime {out['seconds']:.1f} s")
     return out
 

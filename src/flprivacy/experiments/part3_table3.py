@@ -41,8 +41,7 @@ from ..data.census import FederatedTask
 from ..defences import PAPER_CLIP_GRID, DPLocalSGD
 from ..federation import FLRun
 from ..ledger.diana_aia import PAPER_TABLE3
-from . import save_result
-from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, table_main, table_record
+from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, save_table, table_main
 from .part3_pipeline import result_name as _result_name
 from .part3_table1 import settings
 
@@ -141,9 +140,8 @@ def run(task: str, source: str, seeds: Sequence[int] | None = None, progress: bo
         lambda ft, seed: run_table3(ft, s, seed, clip["best"], progress=progress))
     for seed, res in zip(seeds, per_seed):
         print(f"  seed {seed}: Opacus ε = {res['details']['after_training']['epsilon']}")
-    out = table_record(task, s, seeds, per_seed, PAPER_TABLE3[task], start, clip=clip)
-    if save:
-        print("wrote", save_result(result_name(task, source), out, seeds=seeds))
+    out = save_table(result_name(task, source), task, s, seeds, per_seed, PAPER_TABLE3[task], start, save=save,
+                     clip=clip)
     print(f"total runtime {out['seconds']:.1f} s")
     return out
 
