@@ -216,3 +216,15 @@ def test_verdict_rule():
     assert verdict([case((0.5, 12, 0.2), (0.6, 8, 0.5), (0.3, 9, 0.4))])["status"] == "partly"
     assert verdict([case((0.5, 12, 0.2), (0.2, 8, 0.5), (0.6, 9, 0.4))])["status"] == "partly"  # MI-HSIC counts too
     assert verdict([case((0.1, 12, 0.6), (0.2, 8, 0.5), (0.3, 9, 0.4))])["status"] == "not reproduced"
+
+
+def test_generator_steps_every_n_critic():
+    """The generator moves only at every n_critic-th critic step: after one critic step with
+    n_critic = 2 its weights are still the seeded initial ones, after two they have moved."""
+    X = torch.rand(16, 1, 28, 28)
+    torch.manual_seed(0)
+    init = {k: v.clone() for k, v in mi.MnistGenerator(width=4).named_parameters()}
+    one = dict(mi.train_gan(X, steps=1, batch_size=4, n_critic=2, width=4, seed=0).generator.named_parameters())
+    two = dict(mi.train_gan(X, steps=2, batch_size=4, n_critic=2, width=4, seed=0).generator.named_parameters())
+    assert all(torch.equal(one[k], init[k]) for k in init)
+    assert not all(torch.equal(two[k], init[k]) for k in init)
