@@ -28,8 +28,8 @@ MUTANTS = [
            "target = (theta_next - theta_t) / eta_g", "eq. 2: sign of the global-model difference"),
     # ---- App. F upper bound vs the super-client (eq. 3) ---------------------------------------------
     Mutant("upper_bound_replays_super_client_attack", INV,
-           "client_sizes=client_sizes, distance=distance, tv=tv, optimizer=optimizer",
-           "client_sizes=None, distance=distance, tv=tv, optimizer=optimizer",
+           "client_sizes=client_sizes, scale_factor=scale_factor, seed=seed, **inversion",
+           "client_sizes=None, scale_factor=scale_factor, seed=seed, **inversion",
            "App. F: curious_client_attack drops the true clients and replays the super-client"),
     Mutant("upper_bound_replays_super_client_factors", FAC,
            "labels, client_sizes = y, list(case.sizes)",

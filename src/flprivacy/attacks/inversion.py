@@ -26,6 +26,7 @@ autograd through τ full-batch gradient steps.
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 import warnings
@@ -38,6 +39,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
+from .._keywords import check_keywords, spell_keywords
 from ..config import generator as make_generator
 from ..federation import local_sgd
 from ..metrics import quality
@@ -433,6 +435,12 @@ def invert_update(
 
 
 # ---- the curious client -------------------------------------------------------------------------
+_CURIOUS_INVERSION = ("distance", "tv", "optimizer", "attack_lr", "iterations", "schedule", "progress")
+"""The settings of :func:`invert_update` that :func:`curious_client_attack` passes through (its
+defaults are invert_update's)."""
+
+
+@spell_keywords(inspect.signature(invert_update, eval_str=True).parameters[k] for k in _CURIOUS_INVERSION)
 def curious_client_attack(
     model: FLModel,
     view: GlobalModels,
@@ -447,14 +455,8 @@ def curious_client_attack(
     client_sizes: Sequence[int] | None = None,
     probe: Tensor | None = None,
     scale_factor: int = 4,
-    distance: Distance = "l2",
-    tv: float = 0.0,
-    optimizer: Optimizer = "adam",
-    attack_lr: float = 0.1,
-    iterations: int = 1000,
-    schedule: bool = False,
     seed: int = 0,
-    progress: bool = False,
+    **inversion,
 ) -> Reconstruction:
     """The curious-client attack of Wilson et al. (2025), §3.1.
 
@@ -477,9 +479,11 @@ def curious_client_attack(
             ``view.server_lr``; App. B).
         client_sizes: the App. F *upper bound*: replay these K clients, labels grouped by client.
         scale_factor: dummy resolution divisor, bicubic upsampling (Wilson §4: 4).
-        distance, tv, optimizer, attack_lr, iterations, schedule, seed, progress: as in
-            :func:`invert_update` (Wilson §4: L2, Adam, step 0.1).
+        seed: seeds the label restoration (without ``labels``) and the dummy initialisation.
+        distance, tv, optimizer, attack_lr, iterations, schedule, progress: passed to
+            :func:`invert_update`, with its defaults (Wilson §4: L2, Adam, step 0.1).
     """
+    check_keywords("curious_client_attack", inversion, _CURIOUS_INVERSION)
     check_positive("local_lr", local_lr, "curious_client_attack")
     check_seed("seed", seed, "curious_client_attack")
     if labels is not None:
@@ -498,9 +502,7 @@ def curious_client_attack(
     elif labels.numel() != N:
         raise ValueError(f"{labels.numel()} labels given for N = {N} images; pass n_images or matching labels.")
     rec = invert_update(model, theta_t, target, image_shape=image_shape, labels=labels, lr=local_lr, steps=local_steps,
-                        client_sizes=client_sizes, distance=distance, tv=tv, optimizer=optimizer, attack_lr=attack_lr,
-                        iterations=iterations, schedule=schedule, scale_factor=scale_factor, seed=seed,
-                        progress=progress)
+                        client_sizes=client_sizes, scale_factor=scale_factor, seed=seed, **inversion)
     rec.settings.update(round=t, n_images=N, server_lr=eta_g, attack="curious_client")
     return rec
 

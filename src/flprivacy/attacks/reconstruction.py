@@ -27,7 +27,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Literal, Union
+from typing import Literal, Union, get_type_hints
 
 import numpy as np
 import scipy.linalg
@@ -35,6 +35,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from .._keywords import check_keywords, spell_keywords
 from ..config import generator as make_generator
 from ..log import ClientMessages
 from ..validation import as_tensor, check_finite, check_int, check_positive, check_seed
@@ -645,23 +646,15 @@ class _MappingSettings:
 
     @classmethod
     def of(cls, where: str, settings: dict) -> "_MappingSettings":
-        names = [f.name for f in fields(cls)]
-        unknown = sorted(set(settings) - set(names))
-        if unknown:
-            raise TypeError(f"{where}() got unexpected keyword argument(s) {', '.join(unknown)}; it takes messages, "
-                            f"theta_init and {', '.join(names)}.")
+        check_keywords(where, settings, (f.name for f in fields(cls)))
         return cls(**settings)
 
 
-def _takes_mapping_settings(func):
-    """Spell ``func``'s ``**settings`` out as :class:`_MappingSettings`' keywords and defaults in its
-    signature (``help``, the API pages), after ``theta_init``."""
-    sig = inspect.signature(func)
-    kept = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    spelled = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
-               for f in fields(_MappingSettings)]
-    func.__signature__ = sig.replace(parameters=kept + spelled)
-    return func
+# the settings' keywords and defaults in the two functions' signatures (help, the API pages), after theta_init
+_takes_mapping_settings = spell_keywords(
+    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                      annotation=get_type_hints(_MappingSettings)[f.name])
+    for f in fields(_MappingSettings))
 
 
 @_takes_mapping_settings
