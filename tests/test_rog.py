@@ -57,6 +57,34 @@ def test_degrade_shapes_range_and_noise_free_limit():
     assert (r0 - x).pow(2).mean() < x.pow(2).mean()
 
 
+def test_degrade_draws_one_noise_level_per_image():
+    """σ ~ U(0, σ_max) per image: on 64 copies of one digit the per-image RMS of the noise (the
+    difference to the noise-free image) varies like σ, whose coefficient of variation is
+    1/√3 ≈ 0.58 for a uniform law; with one σ for all it would vary only by sampling (196 dummy
+    pixels: about 1/√(2·196) ≈ 0.05). Clipping to [0, 1] shrinks both; 0.3 separates them."""
+    x, _ = _digits(1)
+    x = x.repeat(64, 1, 1, 1)
+    rms = (R.degrade(x, sigma_max=0.6, seed=3) - R.degrade(x, sigma_max=0.0, seed=3)).flatten(1).pow(2).mean(1).sqrt()
+    assert rms.std() / rms.mean() > 0.3
+
+
+def test_training_lowers_the_l1_term():
+    """30 steps at a large rate on 64 bars: the generator's L1 distance to the clean images (mean
+    of the last 10 steps) falls below its first 10 steps' (it starts near 0.5: tanh of small
+    outputs gives grey 0.5 on black images)."""
+    x, y = _digits(64)
+    t = R.train_rog(x, y, steps=30, batch_size=8, lr=2e-3, seed=0, log_every=10)
+    assert t.losses["g_l1"][-1] < t.losses["g_l1"][0]
+
+
+def test_initialisation_follows_the_seed():
+    # at a negligible rate the weights stay at their initialisation, which must differ by seed
+    x, y = _digits(8)
+    a = R.train_rog(x, y, steps=1, batch_size=4, lr=1e-30, seed=5).generator
+    b = R.train_rog(x, y, steps=1, batch_size=4, lr=1e-30, seed=6).generator
+    assert not torch.equal(a.conv1.conv.weight, b.conv1.conv.weight)
+
+
 def test_training_is_deterministic_by_seed():
     x, y = _digits(16)
     a = R.train_rog(x, y, steps=3, batch_size=4, seed=5, log_every=1)

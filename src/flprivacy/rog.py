@@ -205,8 +205,8 @@ def train_rog(images: Tensor, labels: Tensor, *, steps: int, batch_size: int = 3
     what follows the public code and what follows pix2pix where both are silent).
 
     Each step draws a batch of clean digits, degrades each (:func:`degrade`, fresh noise every
-    step), then: the discriminator minimises BCE(D(x), 1) + BCE(D(G(r, y)), 0); the generator
-    minimises BCE(D(G(r, y)), 1) + ``l1_weight`` · mean |G(r, y) - x|. The discriminator sees the
+    step), then: the discriminator minimises ``BCE(D(x), 1) + BCE(D(G(r, y)), 0)``; the generator
+    minimises ``BCE(D(G(r, y)), 1) + l1_weight * mean |G(r, y) - x|``. The discriminator sees the
     clean and the generated digits in one batch (its BatchNorm would otherwise normalise each
     batch's own statistics away, the very difference it must detect; the public code has no
     training script to follow here).

@@ -16,7 +16,7 @@ The rules, as the paper states the claims:
 
 - Fig. 8 (:func:`fig8_verdict`): over all cases, DDRM's LPIPS is above (worse than) the GAN's,
   its SSIM below, and its recognisability (the 1-NN reading of
-  :func:`flprivacy.experiments.wilson_rog.recognised`; the paper judges it by eye) above, each by
+  ``flprivacy.experiments.wilson_rog.recognised``; the paper judges it by eye) above, each by
   more than two standard errors of the per-case differences (:func:`noise_margin`).
 - Fig. 15 (:func:`app_g_verdict`): at every number of clients DDRM's LPIPS is above the GAN's (by
   more than two standard errors over the seeds), and the two mean SSIMs differ by at most
@@ -38,7 +38,7 @@ APP_G_ID = "Wilson App. G direct post-processing vs GAN in LPIPS and SSIM"
 METHODS = ("raw", "ddrm", "rog")
 METRICS = ("ssim", "psnr", "lpips", "recognised")
 COMPARABLE_SSIM = 0.05
-"""Our reading of "comparable" SSIM (the paper gives no number): mean SSIMs within 0.05. For scale:
+"""Mean SSIMs within 0.05 count as "comparable", our reading (the paper gives no number). For scale:
 in the book's diffusion ablation, going from 2 to 4 clients lowers the raw reconstructions' mean
 SSIM by about 0.1, and the two seeds of one K differ by up to 0.1; a post-processor gap below half
 the effect of doubling the clients is read as comparable."""
