@@ -228,3 +228,20 @@ def test_generator_steps_every_n_critic():
     two = dict(mi.train_gan(X, steps=2, batch_size=4, n_critic=2, width=4, seed=0).generator.named_parameters())
     assert all(torch.equal(one[k], init[k]) for k in init)
     assert not all(torch.equal(two[k], init[k]) for k in init)
+
+
+def test_normalized_hsic_closed_form_two_samples():
+    """For m = 2, K = [[1, k], [k, 1]] with k = exp(-‖x₁ - x₂‖² / (2σ²d)), so K H = (1 - k) H (H the
+    centring projection, trace 1) and R = a H with a = (1 - k) / (1 - k + 2ε): nHSIC(x, y) = a_x a_y.
+    Chosen so that 1 - k is of the order of the ridge 2ε, where a depends strongly on the kernel's
+    width (σ = 2, d = 1: variance 2σ²d = 8)."""
+    eps, sigma = 1e-5, 2.0
+    x = torch.tensor([[0.0], [0.012649]], dtype=torch.float64)
+    y = torch.tensor([[0.0], [0.02]], dtype=torch.float64)
+
+    def a(v):
+        k = math.exp(-float((v[0] - v[1]).pow(2).sum()) / (2 * sigma ** 2 * 1))
+        return (1 - k) / (1 - k + 2 * eps)
+
+    got = float(mi.normalized_hsic(x, y, sigma=sigma, eps=eps))
+    assert got == pytest.approx(a(x) * a(y), rel=1e-6)
