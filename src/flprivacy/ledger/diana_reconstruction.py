@@ -188,7 +188,6 @@ def _live_rows() -> list[Row]:
     lem = lemma2_live()
     ex = exact_recovery_live()["cases"]
     hard = hard_instance_live()
-    d, same = hard["d"], hard["same"]
     holds = sum(c["error"] <= c["bound"] for c in ex)
     common = dict(paper=PAPER, data="synthetic (as in the paper)", file="live")
     return [
@@ -208,12 +207,12 @@ def _live_rows() -> list[Row]:
             hard, paper=PAPER,
             rounds=dict(result_id="Diana Prop. 3 Ω(d) rounds to learn the global model", claim=QUOTES["Prop. 3 rounds"],
                         paper_value="θ^t vanishes in coordinates t+1..d for t < d (eqs. 28-29)",
-                        ours=f"hard instance, d = {d}: zero pattern exact and tight in {sum(hard['staircase'])} of {d} "
-                             f"rounds; global optimum without a zero coordinate: {hard['optimum_dense']}"),
+                        ours="hard instance, d = {d}: zero pattern exact and tight in {tight} of {d} rounds; global "
+                             "optimum without a zero coordinate: {optimum_dense}"),
             messages=dict(result_id="Diana Prop. 3 Ω(d) messages to reconstruct", claim=QUOTES["Prop. 3 messages"],
                           paper_value="two datasets, identical messages before round d-1",
-                          ours=f"d = {d}: identical exchanges in {sum(same[:d - 1])} of rounds 0-{d - 2}, different in "
-                               f"{sum(not s for s in same[d - 1:])} of the {len(same) - d + 1} after")),
+                          ours="d = {d}: identical exchanges in {same_before} of rounds 0-{last_before}, different in "
+                               "{differ_after} of the {after} after")),
         row(**common, result_id="Diana App. A Lemma 2 W invertible", claim=QUOTES["Lemma 2"],
             paper_value="invertible for every n >= 0 and SPD A",
             ours=f"{len(lem['cases'])} cases with A = 2η/S_c H, η <= S_c/(2λ_max), K in 1, 2, 7: smallest λ_min(W) "

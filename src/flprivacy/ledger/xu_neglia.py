@@ -139,15 +139,25 @@ def exact_recovery_live() -> dict[str, Any]:
     return {"cases": out, "eps": eps}
 
 
+def lower_bound_counts(hard: dict[str, Any]) -> dict[str, int]:
+    """The counts behind the Ω(d) lower bound on the live hard instance (:func:`hard_instance_live`):
+    ``tight`` of its ``d`` rounds in the staircase; ``same_before`` of the ``before`` = d-1 rounds
+    0..``last_before`` with identical exchanges; ``differ_after`` of the ``after`` rounds from d-1 on
+    with different ones."""
+    d, same = hard["d"], hard["same"]
+    return dict(d=d, tight=sum(hard["staircase"]), before=d - 1, last_before=d - 2, same_before=sum(same[:d - 1]),
+                after=len(same) - d + 1, differ_after=sum(not s for s in same[d - 1:]))
+
+
 def lower_bound_verdicts(hard: dict[str, Any]) -> tuple[Verdict, Verdict]:
     """The two halves of the Ω(d) lower bound (Xu & Neglia Obs. 2 = Diana et al. Prop. 3) on the live
     hard instance: θ^t stays in the staircase for t < d and θ* has no zero coordinate (rounds), and
     the two data sets send identical messages before round d-1 and different ones after (messages)."""
-    d, same = hard["d"], hard["same"]
-    rounds = combine(bound(sum(hard["staircase"]), d, what="zero pattern of θ^t and of the reply"),
+    c = lower_bound_counts(hard)
+    rounds = combine(bound(c["tight"], c["d"], what="zero pattern of θ^t and of the reply"),
                      bound(int(hard["optimum_dense"]), 1, what="θ* has no zero coordinate"))
-    messages = combine(bound(sum(same[:d - 1]), d - 1, what="identical before round d-1"),
-                       bound(sum(not s for s in same[d - 1:]), len(same) - d + 1, what="different from round d-1"))
+    messages = combine(bound(c["same_before"], c["before"], what="identical before round d-1"),
+                       bound(c["differ_after"], c["after"], what="different from round d-1"))
     return rounds, messages
 
 
@@ -155,9 +165,13 @@ def lower_bound_rows(hard: dict[str, Any], *, paper: str, rounds: dict[str, str]
                      messages: dict[str, str]) -> list[Row]:
     """The two rows of the Ω(d) lower bound on the live hard instance (Xu & Neglia Obs. 2 = Diana et al.
     Prop. 3), in each paper's words: ``rounds`` and ``messages`` give the ``result_id``, ``claim``,
-    ``paper_value`` and ``ours`` of the two halves; the verdicts are :func:`lower_bound_verdicts`'s."""
+    ``paper_value`` and ``ours`` of the two halves, ``ours`` a template filled with the instance
+    (:func:`hard_instance_live`) and :func:`lower_bound_counts`; the verdicts are
+    :func:`lower_bound_verdicts`'s."""
+    fill = {**hard, **lower_bound_counts(hard)}
     common = dict(paper=paper, data="synthetic (as in the paper)", file="live", chapter=CH_LOWER)
-    return [row(**common, **texts, verdict=v) for texts, v in zip((rounds, messages), lower_bound_verdicts(hard))]
+    return [row(**common, **{**texts, "ours": texts["ours"].format(**fill)}, verdict=v)
+            for texts, v in zip((rounds, messages), lower_bound_verdicts(hard))]
 
 
 @functools.lru_cache(maxsize=1)
@@ -425,8 +439,6 @@ def _live_rows() -> list[Row]:
     cases = ex["cases"]
     holds = sum(c["error"] <= c["bound"] for c in cases)
     hard = hard_instance_live()
-    d = hard["d"]
-    same = hard["same"]
     aff = affine_mapping_live()
     common = dict(paper=PAPER, data="synthetic (as in the paper)", file="live")
     return [
@@ -446,13 +458,12 @@ def _live_rows() -> list[Row]:
             hard, paper=PAPER,
             rounds=dict(result_id="Xu Observation 2 Ω(d) rounds to learn the global model", claim=QUOTES["Obs. 2 rounds"],
                         paper_value="θ^t has at most t non-zero coordinates for t < d; θ* has none zero",
-                        ours=f"hard instance, d = {d}: staircase exact and tight in {sum(hard['staircase'])} of {d} "
-                             f"rounds; smallest |θ*_i| = {hard['min_abs_optimum']:.2e}"),
+                        ours="hard instance, d = {d}: staircase exact and tight in {tight} of {d} rounds; smallest "
+                             "|θ*_i| = {min_abs_optimum:.2e}"),
             messages=dict(result_id="Xu Observation 2 Ω(d) messages to reconstruct", claim=QUOTES["Obs. 2 messages"],
                           paper_value="two clients with different optima send identical messages before round d-1",
-                          ours=f"d = {d}: identical exchanges in rounds 0-{d - 2}: {sum(same[:d - 1])} of {d - 1}; "
-                               f"different from round {d - 1} on: {sum(not s for s in same[d - 1:])} of "
-                               f"{len(same) - d + 1}")),
+                          ours="d = {d}: identical exchanges in rounds 0-{last_before}: {same_before} of {before}; "
+                               "different from round {before} on: {differ_after} of {after}")),
         row(**common, result_id="Xu Algo. 3 affine G is Observation 1", claim=QUOTES["Algo. 3"],
             paper_value="affine G on full-batch least squares decodes θ_c^*",
             ours=f"distance left / start {_below(aff['fraction_left'], 1e-3)}, allowed 10 κ(W) √(relative mapping "
