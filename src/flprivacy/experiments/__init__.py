@@ -164,7 +164,7 @@ def library_sources() -> dict[str, str]:
     """The library's source files this process has imported, as ``{"flprivacy/<path>.py": sha}``
     (SHA-256, 16 hex digits). Each file is hashed the first time this function sees it: at the
     start of a command (:func:`started_as_command`) for what was imported then, at the save for
-    what the run imported later. :mod:`flprivacy.experiments.reproduce` compares them with the
+    what the run imported later. ``python -m flprivacy.experiments.reproduce`` compares them with the
     files now, so that a result stays current until a file it ran changes."""
     pkg = Path(__file__).resolve().parents[1]
     out = {}
