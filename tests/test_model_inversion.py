@@ -245,3 +245,21 @@ def test_normalized_hsic_closed_form_two_samples():
 
     got = float(mi.normalized_hsic(x, y, sigma=sigma, eps=eps))
     assert got == pytest.approx(a(x) * a(y), rel=1e-6)
+
+
+def test_first_loss_is_the_gmi_objective_at_z0(tiny_gan, small_model):
+    """The first recorded loss is GMI's objective at the seeded initial latents, computed by hand:
+    -mean D(G(z₀)) + λ CE(f_θ(crop(G(z₀))), c), λ = 100 (the model reads the cropped image the
+    attack returns)."""
+    import torch.nn.functional as F
+
+    from flprivacy.config import generator as make_generator
+
+    model, theta = small_model
+    G, D = tiny_gan.generator, tiny_gan.critic
+    res = mi.model_inversion_attack(model, theta, G, D, [0, 1, 2], iterations=1, seed=7)
+    z0 = torch.randn(3, mi.Z_DIM, generator=make_generator(7))
+    with torch.no_grad():
+        fake = G(z0)
+        want = -D(fake).mean() + 100 * F.cross_entropy(model.forward(theta, mi.crop_images(fake)), torch.tensor([0, 1, 2]))
+    assert res.loss[0] == pytest.approx(float(want), rel=1e-6)  # same float32 operations: agreement to rounding
