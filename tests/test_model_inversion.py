@@ -112,6 +112,11 @@ def test_attack_shapes_and_determinism(tiny_gan, small_model):
     assert torch.equal(a.images, b.images) and a.loss == b.loss
     assert len(a.loss) == 6 and a.predicted.shape == (10,) and a.confidence.shape == (10,)
     assert float(a.z.abs().max()) <= 1.0  # clipped to [-clip, clip]
+    assert not torch.equal(a.z[:5], a.z[5:])  # each restart from its own z
+    with torch.no_grad():
+        p = torch.softmax(model.forward(theta, a.images), dim=1)
+    assert torch.allclose(a.confidence, p[torch.arange(10), a.labels], atol=1e-6)  # of the target, not the argmax
+    assert torch.equal(a.predicted, p.argmax(1))
     h = mi.model_inversion_attack(model, theta, tiny_gan.generator, tiny_gan.critic, [0, 1, 2, 3], hsic_weight=0.05,
                                   iterations=3, seed=5)
     assert h.images.shape == (4, 1, 28, 28)
