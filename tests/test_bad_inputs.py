@@ -86,6 +86,8 @@ SKIP_PREFIXES: dict[str, str] = {
     "tables.": "the table style: its bad arguments are tested in tests/test_tables.py",
     "flower_deploy.": "the multi-process deployment harness: it starts processes, and its failures (missing "
                       "SuperLink, time-outs) are tested in tests/test_flower_deploy.py",
+    "rog.": "ROG's GAN post-processor (Yue et al. 2023): shapes, ranges, NaN, numpy vs torch, bad sizes and "
+            "missing or corrupt weights are tested in tests/test_rog.py",
     "ledger.": "the reproduction ledger: its rule functions' bad inputs are tested in tests/test_ledger.py "
                "(test_rules_reject_bad_input); its paper modules' rows() take no input",
 }

@@ -608,17 +608,8 @@ def _not_covered_rows() -> list[Row]:
                    verdict=not_covered(reason), chapter=chapter, data="none")
 
     return [
-        nc("Wilson Fig. 8 direct post-processing vs ROG GAN", QUOTES["Fig. 8"], "images (more recognisable, blurrier)",
-           "ROG's GAN (Yue et al. 2023) needs its pretrained weights, which the book cannot obtain offline; no ROG code",
-           CH_DIFFUSION),
-        nc("Wilson Fig. 9 vs FedInverse on MNIST", QUOTES["Fig. 9"], "5 images per method, qualitative",
-           "FedInverse (Wu et al. 2024) is a model-inversion attack the book does not implement; the paper's panel (b) "
-           "is itself reproduced from Wu et al.", CH_CLIENT),
         nc("Wilson App. C Table 1 assumptions", QUOTES["App. C"], "table of assumptions",
            "a comparison of threat-model assumptions, not a measurement", CH_CLIENT),
-        nc("Wilson App. G direct post-processing vs GAN in LPIPS and SSIM", QUOTES["App. G"],
-           "Fig. 15: LPIPS worse, SSIM comparable", "needs ROG's GAN post-processor (Fig. 8 row); LPIPS itself is "
-           "computed (Fig. 7 rows)", CH_DIFFUSION),
         nc("Wilson App. H additional reconstructions", QUOTES["App. H"], "image grids",
            "image grids without a numeric claim; the factors chapter shows LeNet-5 reconstructions for 8 and 32 images "
            "per client, not each App. H setting; Figs. 22-23 (ResNet-9/18) have their own row (deeper models chapter)",
@@ -637,10 +628,14 @@ def rows() -> list[Row]:
 
 
 def _architecture_rows() -> list[Row]:
-    """Fig. 5's ResNets and App. H Figs. 22-23 (:mod:`flprivacy.ledger.wilson_architectures`, which
-    reads this module's quotes, hence imported here)."""
+    """Fig. 5's ResNets and App. H Figs. 22-23 (:mod:`flprivacy.ledger.wilson_architectures`),
+    Fig. 8 and App. G against ROG's GAN (:mod:`flprivacy.ledger.wilson_rog`) and Fig. 9 against
+    FedInverse (:mod:`flprivacy.ledger.wilson_fedinverse`): these modules read this module's
+    quotes, hence imported here."""
     from .wilson_architectures import rows as architecture_rows
-    return architecture_rows()
+    from .wilson_fedinverse import rows as fedinverse_rows
+    from .wilson_rog import rows as rog_rows
+    return architecture_rows() + rog_rows() + fedinverse_rows()
 
 
 __all__ = ["ATTACK_LR", "CLIENTS_MAIN", "DUMMY_SCALE_FACTOR", "FIG7_LPIPS_GAIN_PERCENT", "FL_LR", "IMAGES_PER_CLIENT", "LEMMA1",
