@@ -182,6 +182,7 @@ class Deployment:
     superlink_port: int = field(default_factory=free_port)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
+    out: Path | None = None  # where the ServerApp saves the log (or its error), once deploy() has submitted it
 
     def shown(self, argv: Sequence[str]) -> str:
         """``argv`` as a reader types it in the repository's root: the program's name, the App
@@ -308,6 +309,10 @@ class Deployment:
                                       f"expected {count}\n{self.tail()}")
             if self.procs["superlink"].poll() is not None:
                 raise DeploymentError(f"the SuperLink exited ({self.procs['superlink'].returncode})\n{self.tail()}")
+            if self.out is not None and self.out.exists():  # the ServerApp ended (or failed) first: no use waiting
+                res = torch.load(self.out, weights_only=False)
+                raise DeploymentError(f"the ServerApp ended before {name} received train message {count}: "
+                                      f"{res.get('error', 'it finished its rounds')[-3000:]}\n{self.tail()}")
             time.sleep(0.1)
 
     def tail(self, n: int = 1500) -> str:
@@ -401,7 +406,7 @@ def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: i
                                        theta0=theta0, weighting=weighting, clients_per_round=clients_per_round,
                                        adversary=adversary, min_nodes=min_nodes if start is None else min_nodes or len(start),
                                        round_timeout=round_timeout, connect_timeout=connect_timeout)
-        out = dep.workdir / "log.pt"
+        out = dep.out = dep.workdir / "log.pt"
         dep.write_connection()
         dep.start_superlink()
         dep.wait_listening()
