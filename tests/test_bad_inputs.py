@@ -86,6 +86,9 @@ SKIP_PREFIXES: dict[str, str] = {
     "tables.": "the table style: its bad arguments are tested in tests/test_tables.py",
     "flower_deploy.": "the multi-process deployment harness: it starts processes, and its failures (missing "
                       "SuperLink, time-outs) are tested in tests/test_flower_deploy.py",
+    "attacks.model_inversion.": "FedInverse's model inversion (Wu et al. 2024) and its GAN: shapes, NaN, "
+                                "numpy vs torch, bad sizes, classes and missing or corrupt weights are tested in "
+                                "tests/test_model_inversion.py",
     "rog.": "ROG's GAN post-processor (Yue et al. 2023): shapes, ranges, NaN, numpy vs torch, bad sizes and "
             "missing or corrupt weights are tested in tests/test_rog.py",
     "ledger.": "the reproduction ledger: its rule functions' bad inputs are tested in tests/test_ledger.py "
@@ -137,7 +140,11 @@ SKIP: dict[str, str] = {
     "diffusion.ddpm_config": "no arguments", "diffusion.weights_path": "no arguments",
     "diffusion.build_unet": "a config dict for diffusers.UNet2DModel, which validates it",
     "diffusion.scheduler": "diffusers.DDPMScheduler with the paper's fixed schedule",
-    "diffusion.sha256_file": "reads a file path; covered through load_ddpm in test_diffusion",
+    "weights.sha256_file": "reads a file path; covered through load_ddpm in test_diffusion",
+    "weights.save_weights": "writes a file; covered through save_ddpm/save_rog/save_gan in their tests",
+    "weights.load_weights": "missing, corrupt, substituted and pickled files are tested through load_ddpm, "
+                            "load_rog, load_gan and the LPIPS loader (test_diffusion, test_rog, test_model_inversion, "
+                            "test_lpips)",
     "diffusion.save_ddpm": "writes files; test_diffusion round-trips and corrupts them",
     "diffusion.load_ddpm": "reads files; test_diffusion feeds it corrupt files and pickles",
     "models.SmallCNN": "an nn.Module architecture; built and validated through models.small_cnn",

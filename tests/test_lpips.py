@@ -15,7 +15,8 @@ import torch
 from matplotlib.image import imread
 
 from flprivacy.experiments.convert_lpips import ArraysOnlyUnpickler
-from flprivacy.lpips import CONVERT_COMMAND, _sha256, lpips, weights_path
+from flprivacy.lpips import CONVERT_COMMAND, lpips, weights_path
+from flprivacy.weights import sha256_file as _sha256
 
 WEIGHTS = Path(weights_path()).parent
 # "Distances: (0.722, 0.138)": test_network.py of github.com/richzhang/PerceptualSimilarity with

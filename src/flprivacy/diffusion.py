@@ -23,8 +23,6 @@ Weights are stored as ``safetensors`` (no pickle; :func:`load_ddpm` checks the S
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import time
@@ -38,6 +36,7 @@ from torch import Tensor
 
 from .config import generator as make_generator
 from .validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
+from .weights import load_weights, save_weights, sha256_file
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model classes build from arguments; never download
 
@@ -190,30 +189,13 @@ def train_ddpm(images: Tensor, labels: Tensor | None = None, *, steps: int, batc
     return TrainedDDPM(model=model, losses=losses, seconds=time.perf_counter() - t0, settings=settings)
 
 
-# ---- weights: safetensors + a JSON record with the hash ---------------------------------------------
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
+# ---- weights: safetensors + a JSON record with the hash (flprivacy.weights) -----------------------------
 def save_ddpm(model: torch.nn.Module, path: str | Path, record: dict) -> dict:
     """Write the weights to ``path`` (safetensors) and ``record`` plus the model config and the
-    file's SHA-256 to ``path`` with suffix ``.json``; return the full record."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
-    save_file(state, str(path))
-    full = {**record, "config": {k: list(v) if isinstance(v, tuple) else v for k, v in model.config.items()
-                                 if k in ddpm_config()}, "sha256": sha256_file(path),
-            "bytes": path.stat().st_size}
-    path.with_suffix(".json").write_text(json.dumps(full, indent=1) + "\n")
-    return full
+    file's SHA-256 to ``path`` with suffix ``.json`` (:func:`flprivacy.weights.save_weights`);
+    return the full record."""
+    config = {k: list(v) if isinstance(v, tuple) else v for k, v in model.config.items() if k in ddpm_config()}
+    return save_weights(model.state_dict(), path, {**record, "config": config})
 
 
 def weights_path() -> Path:
@@ -222,30 +204,16 @@ def weights_path() -> Path:
 
 
 def load_ddpm(path: str | Path | None = None, sha256: str | None = None) -> tuple[torch.nn.Module, dict]:
-    """Load a DDPM saved by :func:`save_ddpm` with safe loading: ``safetensors`` holds tensors
-    only (nothing is unpickled or executed), the file's SHA-256 must equal the one recorded in
-    its JSON (or ``sha256`` when given), and every tensor must match the architecture.
+    """Load a DDPM saved by :func:`save_ddpm` with safe loading (:func:`flprivacy.weights.load_weights`):
+    ``safetensors`` holds tensors only (nothing is unpickled or executed), the file's SHA-256 must
+    equal the one recorded in its JSON (or ``sha256`` when given), and every tensor must match
+    the architecture.
 
     Returns ``(model in eval mode, record)``.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    path = weights_path() if path is None else Path(path)
-    meta = path.with_suffix(".json")
-    if not path.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"load_ddpm: {path} or its record {meta.name} is missing; train them with "
-                                "`python -m flprivacy.experiments.train_ddpm` (the chapter names the exact command).")
-    record = json.loads(meta.read_text())
-    expected = sha256 or record.get("sha256")
-    actual = sha256_file(path)
-    if expected != actual:
-        raise ValueError(f"load_ddpm: {path} has SHA-256 {actual}, but {expected} was expected: the file is corrupt or "
-                         "not the committed one. Restore it (git checkout) or retrain with the recorded command.")
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as e:  # e.g. a pickle: never unpickled
-        raise ValueError(f"load_ddpm: {path} is not a valid safetensors file ({e}).") from None
+    state, record = load_weights(weights_path() if path is None else path, where="load_ddpm", sha256=sha256,
+                                 remake="train them with `python -m flprivacy.experiments.train_ddpm` (the chapter "
+                                        "names the exact command)")
     config = {k: tuple(v) if isinstance(v, list) else v for k, v in record.get("config", ddpm_config()).items()}
     model = build_unet({**ddpm_config(), **config})
     model.load_state_dict(state, strict=True)

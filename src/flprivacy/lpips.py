@@ -53,8 +53,6 @@ but leaves layers 3-5 a single position. The two give different values: state th
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +62,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .config import project_root
+from .weights import load_weights
 
 __all__ = ["lpips", "load_lpips_weights", "weights_path", "MIN_SIZE", "CONVERT_COMMAND"]
 
@@ -81,14 +80,6 @@ def weights_path(net: str = "alex") -> Path:
     return (project_root() or Path.cwd()) / "data" / "weights" / f"lpips_{net}.safetensors"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def expected_shapes() -> dict[str, tuple[int, ...]]:
     """The tensor names and shapes of a converted AlexNet LPIPS file."""
     shapes: dict[str, tuple[int, ...]] = {}
@@ -101,23 +92,9 @@ def expected_shapes() -> dict[str, tuple[int, ...]]:
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(path: str, mtime: float) -> dict[str, Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     p = Path(path)
-    meta = p.with_suffix(".json")
-    if not p.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"lpips: {p} or its record {meta.name} is missing; make them with "
-                                f"`{CONVERT_COMMAND}` (needs PyPI once) or restore them from git.")
-    expected = json.loads(meta.read_text()).get("sha256")
-    actual = _sha256(p)
-    if expected != actual:
-        raise ValueError(f"lpips: {p} has SHA-256 {actual}, but {meta.name} records {expected}: the file is "
-                         f"corrupt or not the committed one. Restore it from git or remake it with `{CONVERT_COMMAND}`.")
-    try:
-        state = load_file(str(p))
-    except (SafetensorError, OSError) as e:
-        raise ValueError(f"lpips: {p} is not a valid safetensors file ({e}); remake it with `{CONVERT_COMMAND}`.") from None
+    state, _ = load_weights(p, where="lpips", remake=f"make them with `{CONVERT_COMMAND}` (needs PyPI once) or "
+                                                     "restore them from git")
     want = expected_shapes()
     got = {k: tuple(v.shape) for k, v in state.items()}
     if got != want:

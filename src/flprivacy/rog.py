@@ -36,7 +36,6 @@ data and SHA-256, checked by :func:`load_rog`.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,7 +46,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import generator as make_generator
-from .diffusion import IMAGE_SIZE, N_CLASSES, PAD, sha256_file, upsampler_operator
+from .diffusion import IMAGE_SIZE, N_CLASSES, PAD, upsampler_operator
+from .weights import load_weights, save_weights, sha256_file
 from .validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 SIDE = IMAGE_SIZE - 2 * PAD
@@ -319,40 +319,19 @@ def weights_path() -> Path:
 
 def save_rog(generator: RogGenerator, path: str | Path, record: dict) -> dict:
     """Write the generator's weights to ``path`` (safetensors) and ``record`` plus the file's
-    SHA-256 to ``path`` with suffix ``.json``; return the full record."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().clone() for k, v in generator.state_dict().items()}
-    save_file(state, str(path))
-    full = {**record, "sha256": sha256_file(path), "bytes": path.stat().st_size}
-    path.with_suffix(".json").write_text(json.dumps(full, indent=1) + "\n")
-    return full
+    SHA-256 to ``path`` with suffix ``.json`` (:func:`flprivacy.weights.save_weights`); return the
+    full record."""
+    return save_weights(generator.state_dict(), path, record)
 
 
 def load_rog(path: str | Path | None = None, sha256: str | None = None) -> tuple[RogGenerator, dict]:
-    """Load a generator saved by :func:`save_rog`: ``safetensors`` only (nothing unpickled), the
-    file's SHA-256 must equal the one in its JSON record (or ``sha256``), and every tensor must
-    match the architecture. Returns ``(generator in eval mode, record)``."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    path = weights_path() if path is None else Path(path)
-    meta = path.with_suffix(".json")
-    if not path.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"load_rog: {path} or its record {meta.name} is missing; train them with "
-                                "`python -m flprivacy.experiments.train_rog` (the chapter names the exact command).")
-    record = json.loads(meta.read_text())
-    expected = sha256 or record.get("sha256")
-    actual = sha256_file(path)
-    if expected != actual:
-        raise ValueError(f"load_rog: {path} has SHA-256 {actual}, but {expected} was expected: the file is corrupt or "
-                         "not the committed one. Restore it (git checkout) or retrain with the recorded command.")
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as e:
-        raise ValueError(f"load_rog: {path} is not a valid safetensors file ({e}).") from None
+    """Load a generator saved by :func:`save_rog` (:func:`flprivacy.weights.load_weights`:
+    ``safetensors`` only, nothing unpickled; the file's SHA-256 must equal the one in its JSON
+    record, or ``sha256``), and every tensor must match the architecture. Returns
+    ``(generator in eval mode, record)``."""
+    state, record = load_weights(weights_path() if path is None else path, where="load_rog", sha256=sha256,
+                                 remake="train them with `python -m flprivacy.experiments.train_rog` (the chapter "
+                                        "names the exact command)")
     G = RogGenerator(**{**rog_config(), **record.get("settings", {}).get("config", {})})
     G.load_state_dict(state, strict=True)
     G.eval()

@@ -90,8 +90,8 @@ MUTANTS = [
            "[-1, 1] → [0, 1] without the factor 1/2"),
     Mutant("sigma_y_variance", DIF, "return float(r.pow(2).mean().sqrt())", "return float(r.pow(2).mean())",
            "σ_y: the variance instead of the standard deviation"),
-    Mutant("safe_load_skips_hash", DIF, "    if expected != actual:\n        raise ValueError",
-           "    if False:\n        raise ValueError", "safe loading: the SHA-256 check skipped"),
+    Mutant("safe_load_skips_hash", "src/flprivacy/weights.py", "    if expected != actual:\n        raise ValueError",
+           "    if False:\n        raise ValueError", "safe loading (flprivacy.weights): the SHA-256 check skipped"),
     # ---- Fig. 7's controlled experiments: simulated measurements, LPIPS, the ledger's rules -----------------
     Mutant("simulate_raw_no_noise", DIF, "y = y + sigma_y * torch.randn(y.shape, generator=make_generator(seed))",
            "y = y + 0 * torch.randn(y.shape, generator=make_generator(seed))", "simulate_raw: σ_y ignored"),

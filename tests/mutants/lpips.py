@@ -46,5 +46,6 @@ MUTANTS = [
            "grayscale put in the red channel only"),
     Mutant("range_check_off", LP, "if lo < 0.0 or hi > 1.0:", "if lo < -1.0 or hi > 2.0:",
            "range check too loose"),
-    Mutant("checksum_not_checked", LP, "if expected != actual:", "if False:", "SHA-256 not verified"),
+    Mutant("checksum_not_checked", "src/flprivacy/weights.py", "if expected != actual:", "if False:",
+           "SHA-256 not verified (flprivacy.weights.load_weights)"),
 ]

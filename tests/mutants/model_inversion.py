@@ -30,8 +30,8 @@ MUTANTS = [
            "the 28x28 digit not centred in the 32x32 frame (crop no longer inverts it)"),
     Mutant("crop_offset", MI, "images[..., PAD:IMAGE_SIZE - PAD, PAD:IMAGE_SIZE - PAD]", "images[..., :IMAGE_SIZE - 2 * PAD, :IMAGE_SIZE - 2 * PAD]",
            "the attacked model reads a shifted window of the generated image"),
-    Mutant("load_skips_sha", MI, "    if expected != actual:\n        raise ValueError(f\"load_gan:",
-           "    if False:\n        raise ValueError(f\"load_gan:", "a corrupt weights file loads silently"),
+    Mutant("load_skips_sha", "src/flprivacy/weights.py", "    if expected != actual:\n        raise ValueError",
+           "    if False:\n        raise ValueError", "a corrupt weights file loads silently (flprivacy.weights)"),
     # ---- the HSIC regulariser -----------------------------------------------------------------------
     Mutant("hsic_no_centring", MI, "Kc = K @ H", "Kc = K", "nHSIC: the kernel matrix is not centred"),
     Mutant("hsic_no_transpose", MI, "(centred(x) * centred(y).T).sum()", "(centred(x) * centred(y)).sum()",

@@ -42,6 +42,6 @@ MUTANTS = [
            "return out[..., :SIDE, :SIDE].contiguous()", "output cropped off-centre (not the padded border)"),
     Mutant("postprocess_train_mode", ROG, "    generator.eval()\n    with torch.no_grad():",
            "    generator.train()\n    with torch.no_grad():", "batch statistics at use: images depend on their batch"),
-    Mutant("load_skips_checksum", ROG, "    if expected != actual:\n        raise ValueError(f\"load_rog",
-           "    if False:\n        raise ValueError(f\"load_rog", "a corrupt weights file is loaded silently"),
+    Mutant("load_skips_checksum", "src/flprivacy/weights.py", "    if expected != actual:\n        raise ValueError",
+           "    if False:\n        raise ValueError", "a corrupt weights file is loaded silently (flprivacy.weights)"),
 ]

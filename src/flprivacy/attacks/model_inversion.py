@@ -38,7 +38,7 @@ the authors' public code (github.com/Jun-B0518/FedInverse, ``GMI/attack_batchhsi
   ``n_critic`` critic steps.
 
 Deviations (CPU scale, named): the networks are ``width`` = 32 channels wide instead of 64, the
-GAN trains for a time budget of minutes (:mod:`flprivacy.experiments.train_fedinverse_gan`),
+GAN trains for a time budget of minutes (``python -m flprivacy.experiments.train_fedinverse_gan``),
 the public images are the MNIST *training* digits 5-9 among the 20,000 the book has offline, padded
 28 -> 32 with 2 black pixels (the authors resize to 32x32), and the generated 32x32 images are
 cropped back to 28x28 for the attacked LeNet-5.
@@ -46,7 +46,6 @@ cropped back to 28x28 for the attacked LeNet-5.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from torch import Tensor, nn
 
 from ..config import generator as make_generator
 from ..validation import as_tensor, check_finite, check_int, check_positive, check_seed
+from ..weights import load_weights, save_weights
 
 Z_DIM = 100
 """Dimension of the generator's latent z (GMI's ``in_dim``)."""
@@ -70,7 +70,7 @@ PRIVATE_CLASSES = (0, 1, 2, 3, 4)
 
 # ---- the GAN ---------------------------------------------------------------------------------------
 class MnistGenerator(nn.Module):
-    """GMI's ``GeneratorMNIST``: z (100) -> linear to ``4·width``x4x4 -> three stride-2 5x5 transposed
+    """GMI's ``GeneratorMNIST``: z (100) -> linear to 4·width x 4 x 4 -> three stride-2 5x5 transposed
     convolutions (BatchNorm + ReLU between) -> 1x32x32 in [0, 1] (sigmoid)."""
 
     def __init__(self, z_dim: int = Z_DIM, width: int = 32):
@@ -220,48 +220,23 @@ def weights_path(variant: str = "") -> Path:
 
 def save_gan(gan: TrainedGan, path: str | Path, record: dict) -> dict:
     """Write generator and critic to ``path`` (safetensors, keys ``G.*`` and ``D.*``) and ``record`` with
-    the architecture and the file's SHA-256 to ``path`` with suffix ``.json``; return the full record."""
-    from safetensors.torch import save_file
-
-    from ..diffusion import sha256_file
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {f"G.{k}": v.detach().contiguous().clone() for k, v in gan.generator.state_dict().items()}
-    state |= {f"D.{k}": v.detach().contiguous().clone() for k, v in gan.critic.state_dict().items()}
-    save_file(state, str(path))
-    full = {**record, "architecture": dict(z_dim=gan.generator.z_dim, width=gan.generator.width),
-            "sha256": sha256_file(path), "bytes": path.stat().st_size}
-    path.with_suffix(".json").write_text(json.dumps(full, indent=1) + "\n")
-    return full
+    the architecture and the file's SHA-256 to ``path`` with suffix ``.json``
+    (:func:`flprivacy.weights.save_weights`); return the full record."""
+    state = {f"G.{k}": v for k, v in gan.generator.state_dict().items()}
+    state |= {f"D.{k}": v for k, v in gan.critic.state_dict().items()}
+    return save_weights(state, path, {**record, "architecture": dict(z_dim=gan.generator.z_dim,
+                                                                     width=gan.generator.width)})
 
 
 def load_gan(path: str | Path | None = None, sha256: str | None = None) -> tuple[MnistGenerator, WganCritic, dict]:
-    """Load a GAN saved by :func:`save_gan`: safetensors only (nothing unpickled), the file's SHA-256
-    must equal its record's (or ``sha256``), every tensor must fit the architecture.
+    """Load a GAN saved by :func:`save_gan` (:func:`flprivacy.weights.load_weights`: safetensors only,
+    nothing unpickled; the file's SHA-256 must equal its record's, or ``sha256``); every tensor must
+    fit the architecture.
 
     Returns ``(generator, critic, record)``, both in eval mode with frozen parameters.
     """
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    from ..diffusion import sha256_file
-
-    path = weights_path() if path is None else Path(path)
-    meta = path.with_suffix(".json")
-    if not path.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"load_gan: {path} or its record {meta.name} is missing; train them with "
-                                "`python -m flprivacy.experiments.train_fedinverse_gan`.")
-    record = json.loads(meta.read_text())
-    expected = sha256 or record.get("sha256")
-    actual = sha256_file(path)
-    if expected != actual:
-        raise ValueError(f"load_gan: {path} has SHA-256 {actual}, but {expected} was expected: the file is corrupt or "
-                         "not the committed one. Restore it (git checkout) or retrain with the recorded command.")
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as e:
-        raise ValueError(f"load_gan: {path} is not a valid safetensors file ({e}).") from None
+    state, record = load_weights(weights_path() if path is None else path, where="load_gan", sha256=sha256,
+                                 remake="train them with `python -m flprivacy.experiments.train_fedinverse_gan`")
     arch = record.get("architecture", {})
     G = MnistGenerator(z_dim=arch.get("z_dim", Z_DIM), width=arch.get("width", 32))
     D = WganCritic(width=arch.get("width", 32))

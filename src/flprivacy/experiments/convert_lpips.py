@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..lpips import ALEX_CONVS, _sha256, expected_shapes, weights_path
+from ..lpips import ALEX_CONVS, expected_shapes, weights_path
+from ..weights import sha256_file as _sha256
 
 LPIPS_WHEEL = "lpips-0.1.4-py3-none-any.whl"
 LPIPS_WHEEL_SHA256 = "fd537af5828b69d2e6ffc0a397bd506dbc28ca183543617690844c08e102ec5e"

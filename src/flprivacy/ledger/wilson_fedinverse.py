@@ -8,7 +8,7 @@ produced lower-quality reconstructions from a larger number of clients". The pap
 number; the rule (:func:`fig9_verdict`) reads "more similar" in the paper's metric, LPIPS, and in
 SSIM: reproduced when our mean is better than both MI's and MI-HSIC's in both metrics, scored on the
 same ground truth with the same pairing (each image with the peer image of its class it is most
-similar to; :mod:`flprivacy.experiments.wilson_fedinverse`).
+similar to; ``python -m flprivacy.experiments.wilson_fedinverse``).
 
 :func:`rows` reads ``wilson_fedinverse.json`` (paper scale), else ``wilson_fedinverse_quick.json``,
 else gives a "not run" row.
