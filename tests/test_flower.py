@@ -292,8 +292,8 @@ def test_node_faults_that_are_errors_not_failures(attr_clients):
 def test_ray_simulation_log_equals_run_fedavg(attr_clients):
     """Flower's Simulation Engine (Ray) runs the same apps; the log is run_fedavg's to rounding.
     Skipped where Ray is not installed: the flower extra does not install it (`pip install
-    flwr[simulation]`). Start-up ~50 s on 2 busy cores; 3 of 3 tries finished in the benchmark
-    (book/results/flower_overhead.json), so no retry rule."""
+    flwr[simulation]`). No retry rule: the benchmark (book/results/flower_overhead.json) records each
+    try, and the chapter calls Ray untested unless every try finished."""
     pytest.importorskip("ray", reason="Flower's Ray engine needs `pip install flwr[simulation]` (not in the flower extra)")
     clients, model = attr_clients(3, sizes=(30, 22, 41)), linear_regression(4)
     local = LocalSGD(lr=0.05)
