@@ -96,6 +96,41 @@ def use_threads(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
 
 
+def training_parser(description: str, defaults: dict[str, Any], steps_help: str | None = None,
+                    ) -> argparse.ArgumentParser:
+    """The options the committed weight-training commands share (``train_ddpm``, ``train_rog``,
+    ``train_fedinverse_gan``): ``--steps``, ``--batch-size``, ``--lr`` and ``--seed`` with the
+    command's ``defaults``, ``--minutes`` (a time budget) and ``--out``; the command adds its own
+    options, then :func:`add_threads_option`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--steps", type=positive_int, default=defaults["steps"], help=steps_help)
+    parser.add_argument("--batch-size", type=positive_int, default=defaults["batch_size"])
+    parser.add_argument("--lr", type=float, default=defaults["lr"])
+    parser.add_argument("--seed", type=seed_int, default=defaults["seed"])
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop after this many minutes of training (the record names the steps done)")
+    parser.add_argument("--out", type=Path, default=None, help="weights file (default: the committed path)")
+    return parser
+
+
+def training_record(module: str, argv: Sequence[str] | None, **fields: Any) -> dict[str, Any]:
+    """The record saved beside trained weights: the command actually run (``argv`` when called from
+    Python), the command's ``fields``, then the UTC date, the commit and the machine."""
+    command = run_command() if argv is None else f"python -m flprivacy.experiments.{module} " + " ".join(argv)
+    return dict(command=command, **fields, date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                commit=git_commit(), machine=machine())
+
+
+def exit_on_bad_input(main: Any) -> None:
+    """Run a command's ``main()``; a ValueError or FileNotFoundError (bad option, missing data)
+    prints ``error: ...`` and exits with status 2 instead of a traceback."""
+    try:
+        main()
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
 def seeds_command(description: str, argv: Sequence[str] | None, *, quick: int, paper: int,
                   parser: argparse.ArgumentParser | None = None) -> tuple[argparse.Namespace, int]:
     """The command line shared by the seed-sweep experiments: ``--seeds N`` (default ``quick`` or

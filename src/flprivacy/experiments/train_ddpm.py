@@ -20,17 +20,12 @@ seed, data, steps, training time, machine and the file's SHA-256 (checked by
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import sys
-from pathlib import Path
-
 import numpy as np
 import torch
 
 from ..data.files import data_dir, verify
 from ..diffusion import save_ddpm, train_ddpm, weights_path
-from . import add_threads_option, git_commit, machine, positive_int, run_command, seed_int, use_threads
+from . import add_threads_option, exit_on_bad_input, positive_int, training_parser, training_record, use_threads
 
 TRAIN_FILE = "mnist/neuralnetvis_mnist_20k_x_train.npz"
 TRAIN_SHA256 = "020748224657c65c2906541368c7f3a389a2591540437f05ee4a0e88ff7ced30"
@@ -55,15 +50,8 @@ def load_mnist_train_20k(n: int | None = None) -> tuple[torch.Tensor, torch.Tens
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=positive_int, default=DEFAULTS["steps"])
-    parser.add_argument("--batch-size", type=positive_int, default=DEFAULTS["batch_size"])
-    parser.add_argument("--lr", type=float, default=DEFAULTS["lr"])
-    parser.add_argument("--seed", type=seed_int, default=DEFAULTS["seed"])
+    parser = training_parser(__doc__.split("\n")[0], DEFAULTS)
     parser.add_argument("--n-images", type=positive_int, default=None, help="use only the first n training images")
-    parser.add_argument("--minutes", type=float, default=None,
-                        help="stop after this many minutes of training (the record names the steps done)")
-    parser.add_argument("--out", type=Path, default=None, help="weights file (default: the committed path)")
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
@@ -72,22 +60,16 @@ def main(argv: list[str] | None = None) -> dict:
     trained = train_ddpm(X, y, steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                          time_budget=None if args.minutes is None else 60 * args.minutes, progress=lambda s, l: print(f"step {s:5d} loss {l:.4f}", flush=True))
     out = args.out or weights_path()
-    record = dict(command=run_command() if argv is None else "python -m flprivacy.experiments.train_ddpm "
-                  + " ".join(argv), seed=args.seed,
-                  data=dict(name="MNIST training images 0..19999 (neuralnetvis copy)", file=TRAIN_FILE,
-                            sha256=TRAIN_SHA256, n_images=int(X.shape[0]), padding="28x28 -> 32x32 with 2 black pixels"),
-                  steps=trained.settings["steps_done"], steps_requested=args.steps, batch_size=args.batch_size, lr=args.lr, settings=trained.settings,
-                  losses=[round(v, 5) for v in trained.losses], seconds=round(trained.seconds, 1),
-                  date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), commit=git_commit(),
-                  machine=machine())
+    record = training_record(
+        "train_ddpm", argv, seed=args.seed,
+        data=dict(name="MNIST training images 0..19999 (neuralnetvis copy)", file=TRAIN_FILE,
+                  sha256=TRAIN_SHA256, n_images=int(X.shape[0]), padding="28x28 -> 32x32 with 2 black pixels"),
+        steps=trained.settings["steps_done"], steps_requested=args.steps, batch_size=args.batch_size, lr=args.lr,
+        settings=trained.settings, losses=[round(v, 5) for v in trained.losses], seconds=round(trained.seconds, 1))
     full = save_ddpm(trained.model, out, record)
     print(f"wrote {out} ({full['bytes']} bytes, sha256 {full['sha256'][:12]}...) in {trained.seconds:.0f} s", flush=True)
     return full
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_bad_input(main)

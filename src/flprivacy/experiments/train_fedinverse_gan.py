@@ -20,15 +20,10 @@ machine are not guaranteed).
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import sys
-from pathlib import Path
-
 import torch
 
 from ..attacks.model_inversion import PUBLIC_CLASSES, save_gan, train_gan, weights_path
-from . import add_threads_option, git_commit, machine, positive_int, run_command, seed_int, use_threads
+from . import add_threads_option, exit_on_bad_input, positive_int, training_parser, training_record, use_threads
 from .train_ddpm import TRAIN_FILE, TRAIN_SHA256, load_mnist_train_20k
 
 DEFAULTS = dict(steps=20000, batch_size=64, lr=2e-4, n_critic=5, width=32, seed=0)
@@ -42,18 +37,12 @@ def public_images(classes=PUBLIC_CLASSES) -> torch.Tensor:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=positive_int, default=DEFAULTS["steps"], help="critic steps")
-    parser.add_argument("--batch-size", type=positive_int, default=DEFAULTS["batch_size"])
-    parser.add_argument("--lr", type=float, default=DEFAULTS["lr"])
+    parser = training_parser(__doc__.split("\n")[0], DEFAULTS, steps_help="critic steps")
     parser.add_argument("--n-critic", type=positive_int, default=DEFAULTS["n_critic"])
     parser.add_argument("--width", type=positive_int, default=DEFAULTS["width"])
-    parser.add_argument("--seed", type=seed_int, default=DEFAULTS["seed"])
-    parser.add_argument("--minutes", type=float, default=None, help="stop after this many minutes of training")
     parser.add_argument("--all-digits", action="store_true",
                         help="train on all ten digits (the same public images as the book's DDPM; weights "
                              "fedinverse_gan_mnist_all.safetensors) instead of the authors' split (digits 5-9)")
-    parser.add_argument("--out", type=Path, default=None, help="weights file (default: the committed path)")
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
@@ -65,22 +54,16 @@ def main(argv: list[str] | None = None) -> dict:
                     width=args.width, seed=args.seed, time_budget=None if args.minutes is None else 60 * args.minutes,
                     progress=lambda s, l: print(f"critic step {s:6d} loss {l:.3f}", flush=True))
     out = args.out or weights_path("all" if args.all_digits else "")
-    record = dict(command=run_command() if argv is None else "python -m flprivacy.experiments.train_fedinverse_gan "
-                  + " ".join(argv), seed=args.seed,
-                  data=dict(name=f"MNIST training images 0..19999 (neuralnetvis copy), digits {classes}", file=TRAIN_FILE,
-                            sha256=TRAIN_SHA256, classes=list(classes), n_images=int(X.shape[0]),
-                            padding="28x28 -> 32x32 with 2 black pixels"),
-                  settings=gan.settings, critic_losses=[round(v, 4) for v in gan.losses[::50]],
-                  seconds=round(gan.seconds, 1), date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                  commit=git_commit(), machine=machine())
+    record = training_record(
+        "train_fedinverse_gan", argv, seed=args.seed,
+        data=dict(name=f"MNIST training images 0..19999 (neuralnetvis copy), digits {classes}", file=TRAIN_FILE,
+                  sha256=TRAIN_SHA256, classes=list(classes), n_images=int(X.shape[0]),
+                  padding="28x28 -> 32x32 with 2 black pixels"),
+        settings=gan.settings, critic_losses=[round(v, 4) for v in gan.losses[::50]], seconds=round(gan.seconds, 1))
     full = save_gan(gan, out, record)
     print(f"wrote {out} ({full['bytes']} bytes, sha256 {full['sha256'][:12]}...) in {gan.seconds:.0f} s", flush=True)
     return full
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_bad_input(main)

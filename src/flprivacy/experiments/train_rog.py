@@ -17,30 +17,18 @@ steps, losses, time, machine, SHA-256, checked by :func:`flprivacy.rog.load_rog`
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import sys
-from pathlib import Path
-
 from ..rog import save_rog, train_rog, weights_path
-from . import add_threads_option, git_commit, machine, positive_int, run_command, seed_int, use_threads
+from . import add_threads_option, exit_on_bad_input, positive_int, training_parser, training_record, use_threads
 from .train_ddpm import TRAIN_FILE, TRAIN_SHA256, load_mnist_train_20k
 
 DEFAULTS = dict(steps=4000, batch_size=32, lr=2e-4, l1_weight=100.0, sigma_max=0.6, seed=0)
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=positive_int, default=DEFAULTS["steps"])
-    parser.add_argument("--batch-size", type=positive_int, default=DEFAULTS["batch_size"])
-    parser.add_argument("--lr", type=float, default=DEFAULTS["lr"])
+    parser = training_parser(__doc__.split("\n")[0], DEFAULTS)
     parser.add_argument("--l1-weight", type=float, default=DEFAULTS["l1_weight"])
     parser.add_argument("--sigma-max", type=float, default=DEFAULTS["sigma_max"])
-    parser.add_argument("--seed", type=seed_int, default=DEFAULTS["seed"])
     parser.add_argument("--n-images", type=positive_int, default=None, help="use only the first n training images")
-    parser.add_argument("--minutes", type=float, default=None,
-                        help="stop after this many minutes of training (the record names the steps done)")
-    parser.add_argument("--out", type=Path, default=None, help="weights file (default: the committed path)")
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
@@ -52,25 +40,19 @@ def main(argv: list[str] | None = None) -> dict:
                         progress=lambda s, l: print(f"step {s:5d} " + " ".join(f"{k} {v:.4f}" for k, v in l.items()),
                                                     flush=True))
     out = args.out or weights_path()
-    record = dict(command=run_command() if argv is None else "python -m flprivacy.experiments.train_rog " + " ".join(argv),
-                  seed=args.seed,
-                  data=dict(name="MNIST training images 0..19999 (neuralnetvis copy)", file=TRAIN_FILE,
-                            sha256=TRAIN_SHA256, n_images=int(X.shape[0]),
-                            inputs="flprivacy.rog.degrade: 14x14 least-squares dummy + N(0, σ²), σ ~ U(0, sigma_max), "
-                                   "bicubic to 28x28, padded to 32x32"),
-                  steps=trained.settings["steps_done"], steps_requested=args.steps, batch_size=args.batch_size,
-                  settings=trained.settings, losses={k: [round(v, 5) for v in vs] for k, vs in trained.losses.items()},
-                  seconds=round(trained.seconds, 1),
-                  date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), commit=git_commit(),
-                  machine=machine())
+    record = training_record(
+        "train_rog", argv, seed=args.seed,
+        data=dict(name="MNIST training images 0..19999 (neuralnetvis copy)", file=TRAIN_FILE,
+                  sha256=TRAIN_SHA256, n_images=int(X.shape[0]),
+                  inputs="flprivacy.rog.degrade: 14x14 least-squares dummy + N(0, σ²), σ ~ U(0, sigma_max), "
+                         "bicubic to 28x28, padded to 32x32"),
+        steps=trained.settings["steps_done"], steps_requested=args.steps, batch_size=args.batch_size,
+        settings=trained.settings, losses={k: [round(v, 5) for v in vs] for k, vs in trained.losses.items()},
+        seconds=round(trained.seconds, 1))
     full = save_rog(trained.generator, out, record)
     print(f"wrote {out} ({full['bytes']} bytes, sha256 {full['sha256'][:12]}...) in {trained.seconds:.0f} s", flush=True)
     return full
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    exit_on_bad_input(main)
