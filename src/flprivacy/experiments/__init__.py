@@ -190,9 +190,12 @@ def git_commit() -> str:
     return sha + ("+dirty" if dirty else "")
 
 
-@functools.lru_cache(maxsize=None)
-def _source_hash(path: str) -> str:
+def source_hash(path: str | Path) -> str:
+    """The fingerprint of a library file in a result's ``sources``: its SHA-256, 16 hex digits."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+_source_hash = functools.lru_cache(maxsize=None)(source_hash)  # a run hashes each file once, as first seen
 
 
 def library_sources() -> dict[str, str]:

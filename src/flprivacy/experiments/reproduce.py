@@ -40,7 +40,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..config import SCALE_ENV, project_root
-from . import git_commit, positive_int, result_path, save_result
+from . import git_commit, positive_int, result_path, save_result, source_hash
 
 
 @dataclass(frozen=True)
@@ -134,12 +134,10 @@ def library_unchanged_since(commit: str) -> bool:
 def sources_unchanged(sources: dict[str, str]) -> tuple[bool, str]:
     """``(unchanged, first changed file)``: do the library files a run imported (its record's
     ``sources``, :func:`flprivacy.experiments.library_sources`) still have the same content?"""
-    import hashlib
-
     src = Path(__file__).resolve().parents[2]
     for rel, sha in sources.items():
         path = src / rel
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest()[:16] != sha:
+        if not path.is_file() or source_hash(path) != sha:
             return False, rel
     return True, ""
 
