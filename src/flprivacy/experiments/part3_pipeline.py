@@ -59,7 +59,7 @@ class AIASettings:
     adam_trials: int = 50
     adam_batch: int = 10
     adam_replay: str = "sgd"  # the client update Alg. 4's tuning replays: "sgd" (noise-free) or "local" (the clients' own)
-    adam_per_client: bool = False  # one Optuna study per client (App. B.5) instead of one for all clients
+    adam_per_client: bool = True  # one Optuna study per client (App. B.5: "each client's training loss"); False: one for all
     grad_learning_rates: tuple[float, ...] = GRAD_LEARNING_RATES
     grad_iterations: int = 100
     grad_patience: int | None = 10  # early stopping (ours; None runs all iterations as the paper)
