@@ -112,6 +112,8 @@ SKIP: dict[str, str] = {
     "models.LeNet5": "the nn.Module behind lenet5(), which is covered",
     "attacks.reconstruction.UpdateMapping": "the network G of learned_mapping_reconstruction, which is covered",
     "attacks.gradient_aia.GradientObjective": "the internal objective of gradient_aia, which is covered",
+    "attacks.gradient_aia.InputRelaxationObjective": "the internal objective of gradient_aia(relaxation='input'), "
+                                                      "which is covered",
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
     "config.project_root": "takes no arguments",
@@ -406,7 +408,7 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.gradient_aia.first_rounds_sets", gradient_aia.first_rounds_sets, lambda: dict(rounds=[0, 1, 2, 3]))
     add("attacks.gradient_aia.gradient_aia", gradient_aia.gradient_aia,
         lambda: dict(model=F()["lin"], messages=msgs(), X=Xa(), y=ya(), attribute=F()["attr"], iterations=2,
-                     learning_rates=(100.0,), seed=0),
+                     learning_rates=(100.0,), seed=0, relaxation="mixture"),
         accept={"too_few_messages": "the gradient-based AIA runs on any number >= 1 of messages"})
     add("optimum.optimal_local_model", optimum.optimal_local_model,
         lambda: dict(model=F()["lin"], X=Xa(), y=ya(), starts=F()["theta"], max_steps=4, pilot_steps=2,
@@ -609,7 +611,7 @@ RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "atta
               "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range",
               "rtol", "sigma_y"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
-                "state", "source", "occupation", "decode_optimizer", "on_singular", "target"}
+                "state", "source", "occupation", "decode_optimizer", "on_singular", "target", "relaxation"}
 
 
 def _mutations(name: str, value):

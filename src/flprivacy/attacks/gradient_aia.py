@@ -5,8 +5,10 @@ The adversary picks the sensitive attributes whose *virtual* gradients at the gl
 best align, in cosine similarity, with the client's pseudo-gradients θ^t - θ_c^t over a set of
 rounds. :func:`gradient_aia` solves it with the Gumbel-softmax trick for a grid of round sets and
 learning rates at once (App. B.5), and :class:`GradientAIAResult` selects "Grad" (best cosine)
-or "Grad-w-O" (best accuracy, an oracle). The model-based AIA is
-:mod:`flprivacy.attacks.model_based_aia`.
+or "Grad-w-O" (best accuracy, an oracle). Two relaxations of the discrete attributes are offered
+(:data:`RELAXATIONS`): ours weights per-sample gradients by the Gumbel-softmax sample
+(:class:`GradientObjective`), the authors' code writes the sample into the input
+(:class:`InputRelaxationObjective`). The model-based AIA is :mod:`flprivacy.attacks.model_based_aia`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ ROUND_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
 
 GRAD_LEARNING_RATES: tuple[float, ...] = (1e2, 1e3, 1e4, 1e5, 1e6)
 """The SGD learning rates of the Gumbel-softmax optimisation, {10^n, n = 2..6} (App. B.5)."""
+
+RELAXATIONS: tuple[str, ...] = ("mixture", "input")
+"""How the virtual gradient depends on the relaxed attribute sample Z ``(n, C)`` (one-hot when hard):
+``"mixture"`` (ours, the default) ∇L = (1/n) Σ_i Σ_c Z_ic ∇ℓ(θ, x_i(c), y_i), a mixture of the
+per-sample gradients at each candidate value; ``"input"`` (the authors' fedkit-learn code) writes
+x̃_i = Σ_c Z_ic x_i(c) into the input and takes ∇L = (1/n) Σ_i ∇ℓ(θ, x̃_i, y_i). Both equal the
+gradient at the sampled attribute when Z is one-hot; their derivatives in Z differ."""
 
 
 def first_rounds_sets(rounds: Sequence[int] | Tensor, fractions: Sequence[float] = ROUND_FRACTIONS,
@@ -62,6 +71,7 @@ class GradientAIAResult:
             configuration's last SGD iteration (not at the argmax): the authors' selection
             statistic (fedkit-learn ``scripts/run_gb_aia.py`` keeps the last iteration's loss
             Σ_t (1 - cos) divided by ``|T|``, i.e. 1 - this). None when not recorded.
+        relaxation: the relaxation the SGD iterations differentiated (:data:`RELAXATIONS`).
     """
 
     round_sets: list[tuple[int, ...]]
@@ -70,6 +80,7 @@ class GradientAIAResult:
     cosine: Tensor
     iterations: Tensor
     sample_cosine: Tensor | None = None
+    relaxation: str = "mixture"
 
     def accuracy(self, true_index: Tensor) -> Tensor:
         """``(S, L)`` attack accuracy of every configuration."""
@@ -95,7 +106,7 @@ class GradientAIAResult:
         return GradientAIAResult(
             round_sets=[self.round_sets[i] for i in idx.tolist()], learning_rates=self.learning_rates,
             predictions=self.predictions[idx], cosine=self.cosine[idx], iterations=self.iterations[idx],
-            sample_cosine=None if self.sample_cosine is None else self.sample_cosine[idx])
+            sample_cosine=None if self.sample_cosine is None else self.sample_cosine[idx], relaxation=self.relaxation)
 
     def select_by_accuracy(self, true_index: Tensor) -> tuple[int, int]:
         """(s, l) of "Grad-w-O": the highest attack accuracy (needs the truth: an oracle)."""
@@ -117,12 +128,15 @@ class GradientAIAResult:
         lrs = results[0].learning_rates
         if any(r.learning_rates != lrs for r in results):
             raise ValueError("merge: results must share their learning rates.")
+        if len({r.relaxation for r in results}) > 1:
+            raise ValueError(f"merge: results must share their relaxation; got {[r.relaxation for r in results]}.")
         samples = None if any(r.sample_cosine is None for r in results) else torch.cat(
             [r.sample_cosine for r in results])
         return GradientAIAResult(
             round_sets=[s for r in results for s in r.round_sets], learning_rates=lrs,
             predictions=torch.cat([r.predictions for r in results]), cosine=torch.cat([r.cosine for r in results]),
             iterations=torch.cat([r.iterations for r in results]), sample_cosine=samples,
+            relaxation=results[0].relaxation,
         )
 
 
@@ -295,6 +309,66 @@ class GradientObjective:
         return cos, grad.T
 
 
+class InputRelaxationObjective:
+    """The objective of :class:`GradientObjective` under the authors' relaxation (``"input"``,
+    :data:`RELAXATIONS`): the relaxed attribute is written into the input,
+    x̃_i = Σ_c Z_ic x_i(c), and the virtual gradient is that of the empirical risk at x̃,
+    ∇_θ L(θ; x̃) = (1/n) Σ_i ∇_θ ℓ(θ, x̃_i, y_i). Its derivative in Z goes through the model (a
+    mixed second derivative ∂²ℓ/∂x∂θ), computed by autograd: one batched forward pass per chunk
+    of (round, configuration) pairs, with one copy of θ^t per pair so that one backward pass gives
+    every pair's gradient, then a second backward pass to Z. Slower than the mixture (it builds
+    the graph at every iteration) and meant for small models and clients (Medical: n ≈ 600,
+    MLP(128)).
+
+    Same interface as :class:`GradientObjective`: :meth:`evaluate` takes W = Z/n in the
+    candidate-major layout ``(K, C·n)`` and returns ∂/∂W, so that :func:`gradient_aia` runs either
+    objective with the same iterations.
+    """
+
+    def __init__(self, model: FLModel, sent: Tensor, pseudo: Tensor, X: Tensor, y: Tensor,
+                 attribute: SensitiveAttribute, set_positions: list[Tensor], chunk_elems: int = 2**22):
+        self.stack = LinearStack(model)
+        self.dtype = model.dtype
+        self.n, self.C = X.shape[0], attribute.n_values
+        self.Xc = attribute.expand(X.to(self.dtype)).view(self.C, self.n, X.shape[1])  # x_i(c)
+        self.y = y
+        self.sent, self.pseudo = sent.to(self.dtype), pseudo.to(self.dtype)
+        self.set_positions = set_positions
+        width = X.shape[1] + 2 * sum(lay.n_out for lay in self.stack.linears)
+        self.pairs_per_chunk = max(1, chunk_elems // (self.n * width))
+
+    def evaluate(self, W: Tensor, configs: Tensor, set_of_config: Tensor, want_grad: bool = True,
+                 ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """For weights ``W`` ``(K, C·n)`` (= Z/n, candidate-major) of configurations ``configs``:
+        returns (Σ_t (1 - cos), Σ_t cos, ∂/∂W of Σ_t (1 - cos)), the first two ``(K,)``."""
+        K = W.shape[0]
+        sets = set_of_config[configs].tolist()
+        rows = torch.cat([torch.full((self.set_positions[s].numel(),), k, dtype=torch.long) for k, s in enumerate(sets)])
+        pos = torch.cat([self.set_positions[s] for s in sets])
+        obj = torch.zeros(K, dtype=self.dtype)
+        cos_sum = torch.zeros(K, dtype=self.dtype)
+        dW = torch.zeros_like(W) if want_grad else None
+        tiny = torch.finfo(self.dtype).tiny ** 0.5
+        leaf = W.detach().clone().requires_grad_(want_grad)
+        step = self.pairs_per_chunk
+        for a in range(0, rows.numel(), step):
+            r, p = rows[a:a + step], pos[a:a + step]
+            with torch.enable_grad():
+                Z = (self.n * leaf[r]).view(-1, self.C, self.n)  # (M, C, n): the sample of each pair's configuration
+                Xt = torch.einsum("mcn,cnp->mnp", Z, self.Xc)  # x̃_i = Σ_c Z_ic x_i(c), written into the input
+                theta = self.sent[p].detach().requires_grad_(True)  # one copy of θ^t per pair
+                risk = self.stack.loss(theta, Xt, self.y).sum()
+                (G,) = torch.autograd.grad(risk, theta, create_graph=want_grad)  # row m: ∇_θ L(θ^t; x̃) of pair m
+                pt = self.pseudo[p]
+                cos = (G * pt).sum(1) / (G.norm(dim=1).clamp_min(tiny) * pt.norm(dim=1).clamp_min(tiny))
+                if want_grad:
+                    dW += torch.autograd.grad((1 - cos).sum(), leaf)[0]
+            cos = cos.detach()
+            obj.index_add_(0, r, 1 - cos)
+            cos_sum.index_add_(0, r, cos)
+        return obj, cos_sum, dW
+
+
 def gradient_aia(
     model: FLModel,
     messages: ClientMessages,
@@ -310,6 +384,7 @@ def gradient_aia(
     tolerance: float = 0.0,
     seed: int = 0,
     max_cache_mb: float = 1024,
+    relaxation: str = "mixture",
     progress: bool = False,
 ) -> GradientAIAResult:
     """The gradient-based AIA of Chen et al. 2022 (Diana et al. eq. 2) for a grid of round
@@ -322,8 +397,18 @@ def gradient_aia(
     (Jang et al. 2017): logits ``(n, C)`` start at N(0, 1); each SGD iteration draws a hard
     one-hot sample (straight-through, temperature ``temperature``) and steps the logits with
     learning rate η. The virtual gradient of the sample is the mean of the per-sample gradients
-    at the sampled values, and the relaxation weights those per-sample gradients. The inferred
-    attribute is the argmax of the logits.
+    at the sampled values. How it depends on the relaxed sample (what the straight-through
+    step differentiates) is ``relaxation``: ours weights those per-sample gradients by the sample
+    (``"mixture"``, :class:`GradientObjective`); the authors' code (fedkit-learn
+    ``fedklearn/attacks/aia.py``, ``AttributeInferenceAttack``, run by ``scripts/run_gb_aia.py``)
+    writes the straight-through sample into the sensitive feature of the input and
+    differentiates the model's loss gradient through it (``"input"``,
+    :class:`InputRelaxationObjective`). The paper (eq. 2, App. B.5) names the Gumbel-softmax trick
+    but not this choice, so ``"input"`` follows the authors' code; at a one-hot sample both give
+    the same virtual gradient and cosine. What still differs from their code: they parametrise a
+    binary attribute by one logit with one Gumbel draw (a sigmoid), we by C logits with C draws
+    (a softmax), and they compute in the model's dtype as we do. The inferred attribute is the
+    argmax of the logits.
 
     Args:
         model: the trained architecture (linear layers and element-wise activations).
@@ -343,6 +428,8 @@ def gradient_aia(
         seed: seeds the initial logits and the Gumbel noise.
         max_cache_mb: per-round statistics are computed once and kept if they fit in this
             much memory, else recomputed at every iteration.
+        relaxation: ``"mixture"`` (default) or ``"input"`` (:data:`RELAXATIONS`); recorded in
+            the result.
 
     Returns:
         :class:`GradientAIAResult` with one configuration per (set, learning rate).
@@ -350,6 +437,8 @@ def gradient_aia(
     X = check_finite("X", as_tensor("X", X, where="gradient_aia", ndim=2, min_rows=1), "gradient_aia")
     y = check_finite("y", as_tensor("y", y, where="gradient_aia", rows=X.shape[0]), "gradient_aia")
     check_seed("seed", seed, "gradient_aia")
+    if relaxation not in RELAXATIONS:
+        raise ValueError(f"gradient_aia: relaxation must be one of {RELAXATIONS}, got {relaxation!r}.")
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X must be (n, p) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
     attribute.check(X)
@@ -374,8 +463,11 @@ def gradient_aia(
         set_positions.append(torch.tensor([where[r] for r in s], dtype=torch.long))
     lrs = tuple(float(v) for v in learning_rates)
     S, L, n, C = len(round_sets), len(lrs), X.shape[0], attribute.n_values
-    obj = GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
-                             max_cache_mb)
+    if relaxation == "input":
+        obj = InputRelaxationObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions)
+    else:
+        obj = GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
+                                 max_cache_mb)
     dtype = obj.dtype
     gen = make_generator(seed)
     K = S * L
@@ -416,5 +508,5 @@ def gradient_aia(
     return GradientAIAResult(
         round_sets=round_sets, learning_rates=lrs, predictions=assign.view(S, L, n),
         cosine=(cos_sum / set_size).view(S, L), iterations=ran.view(S, L),
-        sample_cosine=(sample_cos / set_size).view(S, L),
+        sample_cosine=(sample_cos / set_size).view(S, L), relaxation=relaxation,
     )

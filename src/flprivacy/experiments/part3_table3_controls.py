@@ -19,6 +19,10 @@ reproduces that table's cells) and then changes one thing at a time:
   loss: 9e5) against the authors' Medical scripts (δ = 1e-6, clipping norm 5e5);
 - with ``--grad-stopping`` (its own file, ``part3_table3_controls_grad``): Grad and Grad-w-O with
   our early stopping (patience 10) against all 100 iterations, as the authors' code runs them.
+- with ``--grad-relaxation`` (its own file, ``part3_table3_controls_relaxation``): Grad and Grad-w-O
+  with our relaxation of eq. 2 (the Gumbel-softmax sample weights per-sample gradients) against the
+  authors' (the sample is written into the input; :data:`flprivacy.attacks.gradient_aia.RELAXATIONS`),
+  everything else equal (the same federation, attack seeds, round sets, learning rates, stopping).
 
 Every attack runs against the clients' real DP-SGD (Opacus); only the tuning replays it
 (:func:`flprivacy.defences.dp_sgd_many`).
@@ -26,8 +30,9 @@ Every attack runs against the clients' real DP-SGD (Opacus); only the tuning rep
     python -m flprivacy.experiments.part3_table3_controls                 # quick scale, seed 0
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2 --grad-stopping
+    FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2 --grad-relaxation
 
-Writes ``book/results/part3_table3_controls[_grad][_quick].json``.
+Writes ``book/results/part3_table3_controls[_grad|_relaxation][_quick].json``.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from dataclasses import asdict, replace
 
 from .. import LocalSGD, mlp, run_fedavg
 from ..attacks.active import AdamActive, tune_adam_active, tune_adam_active_per_client
-from ..attacks.gradient_aia import GradientAIAResult, first_rounds_sets, gradient_aia
+from ..attacks.gradient_aia import RELAXATIONS, GradientAIAResult, first_rounds_sets, gradient_aia
 from ..config import child_seed
 from ..data.census import FederatedTask, medical_task
 from ..defences import DPLocalSGD
@@ -165,16 +170,74 @@ def grad_stopping_seed(s: AIASettings, seed: int) -> dict:
     return out
 
 
+def relaxed_gradient_table(model, log, clients, att, s: AIASettings, seed: int, relaxation: str) -> tuple[dict, dict]:
+    """:func:`.part3_pipeline.gradient_table` with the gradient-based AIA under ``relaxation``: the
+    same round sets, learning rates, iterations, stopping and seed streams (11 passive, 12 active),
+    so that ``"mixture"`` gives the pipeline's rows. Adds the Grad rows under the authors' statistic
+    (the cosine at the last Gumbel sample, ``"<group>/Grad (authors' statistic)"``)."""
+    T, A = s.rounds, max(s.active_rounds)
+    sizes, truths = [c.n for c in clients], [att.true_index(c.X) for c in clients]
+    act_rounds = list(range(T, T + A))
+    per_r = {r: first_rounds_sets(act_rounds[:r]) for r in s.active_rounds}
+    act_sets = sorted({rs for sets in per_r.values() for rs in sets}, key=len)
+    gkw = dict(learning_rates=s.grad_learning_rates, iterations=s.grad_iterations, patience=s.grad_patience,
+               tolerance=s.grad_tolerance, relaxation=relaxation)
+    merged = []
+    for c, cl in enumerate(clients):
+        p = gradient_aia(model, eavesdrop(log, c, range(T)), cl.X, cl.y, att, seed=child_seed(seed, 11, c), **gkw)
+        a = gradient_aia(model, eavesdrop(log, c, act_rounds), cl.X, cl.y, att, round_sets=act_sets,
+                         seed=child_seed(seed, 12, c), **gkw)
+        merged.append(GradientAIAResult.merge(p, a))
+    n_p = len(p.round_sets)
+    groups = {"passive": list(range(n_p))} | {
+        f"active-{r}": list(range(n_p)) + [n_p + act_sets.index(rs) for rs in per_r[r]] for r in s.active_rounds}
+    rows, details = {}, {}
+    for g, allowed in groups.items():
+        rows[f"{g}/Grad"], rows[f"{g}/Grad-w-O"], details[f"{g}/grad_choice"] = grad_rows(merged, truths, sizes, allowed)
+        rows[f"{g}/Grad (authors' statistic)"], _, ch = grad_rows(merged, truths, sizes, allowed, criterion="sample")
+        details[f"{g}/grad_choice_sample"] = ch["Grad"]
+    return rows, details
+
+
+def grad_relaxation_seed(s: AIASettings, seed: int) -> dict:
+    """Grad and Grad-w-O rows of one seed's DP federation (the paper's δ and clipping norm) under
+    each relaxation of :data:`~flprivacy.attacks.gradient_aia.RELAXATIONS`."""
+    task = medical_task(seed=seed)
+    model = mlp(task.n_features, s.hidden)
+    dp = _dp(s, PAPER_PRIVACY["delta"], PAPER_PRIVACY["clip"])
+    run = federate(model, task.clients, s.rounds, max(s.active_rounds), dp, seed)
+    out = {"seed": seed}
+    for relaxation in RELAXATIONS:
+        t = time.perf_counter()
+        rows, details = relaxed_gradient_table(model, run.log, task.clients, task.attribute, s, seed, relaxation)
+        out[relaxation] = {"rows": rows, "choices": details, "seconds": time.perf_counter() - t}
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
     p.add_argument("--grad-stopping", action="store_true",
                    help="only Grad and Grad-w-O with and without early stopping (file part3_table3_controls_grad)")
+    p.add_argument("--grad-relaxation", action="store_true",
+                   help="only Grad and Grad-w-O under our relaxation and the authors' "
+                        "(file part3_table3_controls_relaxation)")
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
     s = settings("Medical")
     seeds = tuple(s.seeds if args.seeds is None else args.seeds)
+    if args.grad_stopping and args.grad_relaxation:
+        p.error("--grad-stopping and --grad-relaxation write different files; give one of them.")
+    if args.grad_relaxation:
+        per = []
+        for seed in seeds:
+            per.append(grad_relaxation_seed(s, seed))
+            print(f"  seed {seed}: " + ", ".join(f"{k} {v['seconds']:.0f} s" for k, v in per[-1].items() if k != "seed"))
+        out = {"task": "Medical", "settings": asdict(s), "privacy": PAPER_PRIVACY, "relaxations": list(RELAXATIONS),
+               "per_seed": per}
+        print("wrote", save_result("part3_table3_controls_relaxation", out, seeds=seeds))
+        return out
     if args.grad_stopping:
         per = []
         for seed in seeds:

@@ -1,0 +1,126 @@
+"""The authors' relaxation of the gradient-based AIA (Diana et al. 2025 eq. 2, App. B.5; fedkit-learn's
+``AttributeInferenceAttack``): the straight-through Gumbel-softmax sample written into the input.
+
+Everything is float64, so agreements are to rounding (1e-9 relative on sums of a few hundred
+products), not to a tuned tolerance.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from flprivacy import ClientData, LocalSGD, mlp, run_fedavg
+from flprivacy.attacks.gradient_aia import (GradientAIAResult, GradientObjective, InputRelaxationObjective,
+                                            gradient_aia)
+from flprivacy.config import generator
+from flprivacy.data.attributes import SensitiveAttribute
+
+N, P, H = 20, 4, 5
+
+
+def _problem(attribute: SensitiveAttribute, seed: int = 3):
+    torch.manual_seed(0)
+    net = mlp(P, H, dtype=torch.float64)
+    g = generator(seed)
+    X = torch.randn(N, P, generator=g, dtype=torch.float64)
+    cols = list(attribute.columns)
+    X[:, cols] = attribute.candidates[torch.randint(attribute.n_values, (N,), generator=g)]
+    y = torch.randn(N, generator=g, dtype=torch.float64)
+    clients = [ClientData(X, y), ClientData(X.flip(0), y.flip(0))]
+    run = run_fedavg(net, clients, rounds=4, local=LocalSGD(lr=0.05, epochs=1, batch_size=5), seed=1)
+    return net, X, y, run.log.client_messages(0)
+
+
+def _brute_force(net, msgs, X, y, att, Z, positions):
+    """Σ_t (1 - cos(∇_θ L(θ^t; x̃), θ^t - θ_c^t)) with x̃_i = Σ_c Z_ic x_i(c), by FLModel.grad (the
+    nn.Module route, not LinearStack), differentiable in Z."""
+    Xc = att.expand(X).view(att.n_values, N, P)
+    Xt = torch.einsum("nc,cnp->np", Z, Xc)
+    total = torch.zeros((), dtype=torch.float64)
+    for t in positions:
+        G = net.grad(msgs.sent[t], Xt, y, create_graph=True)
+        total = total + 1 - torch.nn.functional.cosine_similarity(G, msgs.pseudo_gradients[t], dim=0)
+    return total
+
+
+@pytest.mark.parametrize("att", [SensitiveAttribute.binary(1), SensitiveAttribute.one_hot([1, 2, 3])],
+                         ids=["binary", "one-hot"])
+def test_input_relaxation_gradient_is_autograd_and_cosine_matches_mixture(att):
+    net, X, y, msgs = _problem(att)
+    C, K = att.n_values, 3
+    sets = [torch.arange(3), torch.tensor([1])]
+    set_of_config = torch.tensor([0, 1, 0])
+    g = generator(7)
+    Zsoft = torch.softmax(torch.randn(K, N, C, generator=g, dtype=torch.float64), -1)
+    Zhard = torch.nn.functional.one_hot(Zsoft.argmax(-1), C).double()
+    inp = InputRelaxationObjective(net, msgs.sent, msgs.pseudo_gradients, X, y, att, sets, chunk_elems=N * 40)
+    assert inp.pairs_per_chunk < 7  # the 7 (round, configuration) pairs span several chunks
+    mix = GradientObjective(net, msgs.sent, msgs.pseudo_gradients, X, y, att, sets, 64)
+    for Z in (Zhard, Zsoft):  # a hard sample (what the iterations evaluate) and a soft one
+        W = Z.permute(0, 2, 1).reshape(K, C * N) / N
+        obj, cos_sum, dW = inp.evaluate(W, torch.arange(K), set_of_config)
+        for k in range(K):
+            Zk = Z[k].clone().requires_grad_(True)
+            ref = _brute_force(net, msgs, X, y, att, Zk, sets[set_of_config[k]].tolist())
+            (dZ,) = torch.autograd.grad(ref, Zk)
+            assert torch.allclose(obj[k], ref.detach(), rtol=1e-10, atol=1e-12)
+            assert torch.allclose(obj[k] + cos_sum[k], torch.tensor(float(len(sets[set_of_config[k]])),
+                                                                     dtype=torch.float64), rtol=1e-12)
+            # ∂/∂W = n ∂/∂Z (W = Z/n), candidate-major
+            assert torch.allclose(dW[k].view(C, N).T / N, dZ, rtol=1e-9, atol=1e-12)
+    # at a one-hot sample both relaxations evaluate the gradient at x with that attribute
+    W = Zhard.permute(0, 2, 1).reshape(K, C * N) / N
+    o_inp, c_inp, d_inp = inp.evaluate(W, torch.arange(K), set_of_config)
+    o_mix, c_mix, d_mix = mix.evaluate(W, torch.arange(K), set_of_config)
+    assert torch.allclose(c_inp, c_mix, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(o_inp, o_mix, rtol=1e-10, atol=1e-12)
+    assert not torch.allclose(d_inp, d_mix, rtol=1e-3)  # ... but not their derivatives in Z
+
+
+def test_gradient_aia_input_iteration_is_autograd_on_the_logits():
+    """One SGD iteration of gradient_aia(relaxation="input") = autograd from the logits through the
+    straight-through Gumbel-softmax sample (g = -log(-log u), τ = 1), the input x̃ and the model,
+    for learning rates around the scale at which attributes flip; the mixture differs."""
+    att = SensitiveAttribute.binary(1)
+    net, X, y, msgs = _problem(att, seed=5)
+    C, K, rounds = 2, 6, msgs.rounds[:3].tolist()
+
+    def replay(lrs):
+        gen = generator(11)
+        logits0 = torch.randn(len(lrs), N, C, generator=gen, dtype=torch.float64)
+        u = torch.rand(len(lrs), N, C, generator=gen, dtype=torch.float64).clamp_(1e-10, 1 - 1e-10)
+        a = logits0.clone().requires_grad_(True)
+        soft = torch.softmax(a - torch.log(-torch.log(u)), -1)
+        z = torch.nn.functional.one_hot(soft.argmax(-1), C).double() + soft - soft.detach()
+        total = sum(_brute_force(net, msgs, X, y, att, z[k], range(3)) for k in range(len(lrs)))
+        total.backward()
+        return logits0 - lrs.view(-1, 1, 1) * a.grad, logits0, a.grad
+
+    _, l0, g0 = replay(torch.ones(1))
+    scale = ((l0[..., 0] - l0[..., 1]).abs().median() / (g0[..., 0] - g0[..., 1]).abs().median()).item()
+    lrs = scale * torch.logspace(-1, 1, K, dtype=torch.float64)
+    ref, _, _ = replay(lrs)
+    kw = dict(round_sets=[rounds], learning_rates=lrs.tolist(), iterations=1, seed=11)
+    res = gradient_aia(net, msgs, X, y, att, relaxation="input", **kw)
+    assert res.relaxation == "input"
+    assert torch.equal(res.predictions[0], ref.argmax(-1))
+    assert not torch.equal(ref.argmax(-1), l0.argmax(-1))  # the step flips some attributes
+    mix = gradient_aia(net, msgs, X, y, att, **kw)
+    assert mix.relaxation == "mixture"
+    assert not torch.equal(mix.predictions, res.predictions)
+    # the final cosine is the same function of the (hard) predictions under both relaxations
+    same = mix.predictions == res.predictions
+    assert torch.allclose(mix.cosine[same.all(-1)], res.cosine[same.all(-1)], rtol=1e-10)
+
+
+def test_relaxation_is_checked_and_kept_by_merge():
+    att = SensitiveAttribute.binary(1)
+    net, X, y, msgs = _problem(att)
+    with pytest.raises(ValueError, match="relaxation.*mixture.*input"):
+        gradient_aia(net, msgs, X, y, att, relaxation="soft", iterations=1)
+    a = gradient_aia(net, msgs, X, y, att, learning_rates=(1e2,), iterations=2, relaxation="input")
+    b = gradient_aia(net, msgs, X, y, att, learning_rates=(1e2,), iterations=2)
+    assert GradientAIAResult.merge(a, a).relaxation == "input" and a.subset([0]).relaxation == "input"
+    with pytest.raises(ValueError, match="relaxation"):
+        GradientAIAResult.merge(a, b)
