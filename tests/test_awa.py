@@ -3,6 +3,7 @@ layer weights, the attacks' objectives, Bayesian optimisation, and BatchNorm sup
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -363,6 +364,27 @@ def test_first_trial_is_unweighted_and_equals_dlg():
     off = awa.tune_weights(m, th, thn, n_trials=2, n_startup_trials=2, iterations=2, trial_iterations=2, seed=4,
                            enqueue_unweighted=False, **kw)
     assert off.unweighted_value is None and awa.UNWEIGHTED not in off.params
+
+
+def test_table4_records_f1_and_the_best_trial():
+    """awa_table4's record of a BO: f(1) is the enqueued trial's value, f_best the minimum over the
+    trials with its Q, and the two booleans follow from them (and are each other's negation while
+    Q = 1 is a trial: Optuna keeps the first of tied trials)."""
+    from flprivacy.experiments.awa_table4 import bo_summary
+
+    m, th, thn, kw = _case1_problem()
+    res = awa.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=2, trial_iterations=3, seed=4, **kw)
+    s = bo_summary(res)
+    assert s["f_unweighted"] == res.values[0] == res.unweighted_value and s["f_best"] == min(res.values)
+    assert s["Q"] == res.params[res.values.index(min(res.values))] == res.best.as_dict()
+    assert s["bo_beat_unweighted"] == (min(res.values) < res.values[0])
+    assert s["best_is_unweighted"] == (s["Q"] == awa.UNWEIGHTED) == (not s["bo_beat_unweighted"])
+    # both branches, on the same record with Q* set by hand
+    one = bo_summary(dataclasses.replace(res, best=awa.AWAWeights(), values=[1.0, 2.0, 3.0], unweighted_value=1.0))
+    assert one["best_is_unweighted"] and not one["bo_beat_unweighted"] and one["f_best"] == 1.0
+    beat = bo_summary(dataclasses.replace(res, best=awa.AWAWeights(q_cv=2.0), values=[1.0, 0.5], unweighted_value=1.0))
+    assert beat["bo_beat_unweighted"] and not beat["best_is_unweighted"] and beat["f_best"] == 0.5
+    assert bo_summary(dataclasses.replace(res, unweighted_value=None))["bo_beat_unweighted"] is None
 
 
 def test_dlg_objective_is_eq_33_of_its_reconstruction():

@@ -17,8 +17,9 @@ all with Adam at step size 0.1 and labels known (Song §5.1), and scores the N r
 objective (Fig. 1) and PSNR/SSIM along the final attack (Fig. 4).
 
 Each BO's first trial is Q = 1 (every layer weight 1: DLG's unweighted eq. 10, enqueued; not in
-the paper); the file records its f(Q) (``f_unweighted``), the best f(Q) (``f_best``) and whether BO
-beat it, and DLG's own eq. 33 objective. ``--storage PATH`` keeps the Optuna studies in an SQLite
+the paper); the file records its f(Q) (``f_unweighted``), the best f(Q) (``f_best``) with its Q
+(``Q``), whether BO beat f(1) (``bo_beat_unweighted``) and whether Q* is Q = 1 (``best_is_unweighted``),
+see :func:`bo_summary`, and DLG's own eq. 33 objective. ``--storage PATH`` keeps the Optuna studies in an SQLite
 file (one study per model, seed and case), so that an interrupted BO resumes.
 
 ``--cost`` only times a few attack iterations of each method at the paper's setting (ResNet-18,
@@ -127,14 +128,24 @@ def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True, storage: s
                            callback=record, storage=storage, study_name=f"awa_table4-{S['model']}-{seed}-case{scen.case}",
                            **common)
     rec = res.reconstruction
-    # trial 0 is Q = 1 (DLG's unweighted loss, eq. 10) at the trials' budget: BO beat DLG's loss only if
-    # its best f(Q) is below f(1)
     out["AWA"] = dict(quality(rec.images, X).summary(), seconds=res.search_seconds + res.final_seconds,
-                      Q=res.best.as_dict(), bo_values=res.values, bo_cummin=res.cumulative_minimum(),
+                      bo_values=res.values, bo_cummin=res.cumulative_minimum(),
                       bo_iterations=res.iterations, total_iterations=res.total_iterations, curve=curve,
-                      objective=rec.settings["objective"], f_unweighted=res.unweighted_value,
-                      f_best=min(res.values), bo_beat_unweighted=min(res.values) < res.unweighted_value)
+                      objective=rec.settings["objective"], **bo_summary(res))
     return out
+
+
+def bo_summary(res: awa.WeightSearch) -> dict:
+    """What the file records of one BO against DLG's loss: Q* (``Q``), the enqueued trial's f(1)
+    (``f_unweighted``: Q = 1 is DLG's unweighted eq. 10, at the trials' budget), the best f(Q)
+    (``f_best``), whether BO beat f(1) (``bo_beat_unweighted``: only if f_best < f(1)) and whether
+    Q* is Q = 1 itself (``best_is_unweighted``). With f(1) enqueued, the two booleans are each
+    other's negation (Optuna keeps the first of tied trials)."""
+    f_best = min(res.values)
+    f_one = res.unweighted_value
+    return dict(Q=res.best.as_dict(), f_unweighted=f_one, f_best=f_best,
+                bo_beat_unweighted=None if f_one is None else f_best < f_one,
+                best_is_unweighted=res.best.as_dict() == awa.UNWEIGHTED)
 
 
 def benchmark(seed: int) -> dict:
