@@ -394,7 +394,9 @@ def rows() -> list[Row]:
     if quick_runs:
         cm = [r[c]["AWA"]["bo_cummin"] for r in quick_runs.values() for c in r]
         improved = sum(c[-1] < c[0] for c in cm)
-        ours_fig1 = (f"ours (quick, small CNN, {quick['data']['settings']['n_trials']} trials): the running minimum "
+        at_one = all(r[c]["AWA"].get("f_unweighted") is not None for r in quick_runs.values() for c in r)
+        ours_fig1 = (f"ours (quick, small CNN, {quick['data']['settings']['n_trials']} trials"
+                     + (", the first at Q = 1, DLG's loss" if at_one else "") + "): the running minimum "
                      f"fell below the first trial's f(Q) in {improved} of {len(cm)} runs")
     else:
         ours_fig1 = ""
