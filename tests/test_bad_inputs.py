@@ -408,7 +408,7 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.gradient_aia.first_rounds_sets", gradient_aia.first_rounds_sets, lambda: dict(rounds=[0, 1, 2, 3]))
     add("attacks.gradient_aia.gradient_aia", gradient_aia.gradient_aia,
         lambda: dict(model=F()["lin"], messages=msgs(), X=Xa(), y=ya(), attribute=F()["attr"], iterations=2,
-                     learning_rates=(100.0,), seed=0, relaxation="mixture"),
+                     learning_rates=(100.0,), seed=0, relaxation="mixture", sampler="softmax"),
         accept={"too_few_messages": "the gradient-based AIA runs on any number >= 1 of messages"})
     add("optimum.optimal_local_model", optimum.optimal_local_model,
         lambda: dict(model=F()["lin"], X=Xa(), y=ya(), starts=F()["theta"], max_steps=4, pilot_steps=2,
@@ -611,7 +611,8 @@ RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "atta
               "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range",
               "rtol", "sigma_y"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
-                "state", "source", "occupation", "decode_optimizer", "on_singular", "target", "relaxation"}
+                "state", "source", "occupation", "decode_optimizer", "on_singular", "target", "relaxation",
+                "sampler"}
 
 
 def _mutations(name: str, value):

@@ -78,34 +78,54 @@ def test_input_relaxation_gradient_is_autograd_and_cosine_matches_mixture(att):
     assert not torch.allclose(d_inp, d_mix, rtol=1e-3)  # ... but not their derivatives in Z
 
 
-def test_gradient_aia_input_iteration_is_autograd_on_the_logits():
+def _replay_softmax(net, msgs, X, y, att, lrs):
+    """Ours: C logits, C Gumbel draws, softmax; straight-through one-hot written into the input."""
+    C = att.n_values
+    gen = generator(11)
+    logits0 = torch.randn(len(lrs), N, C, generator=gen, dtype=torch.float64)
+    u = torch.rand(len(lrs), N, C, generator=gen, dtype=torch.float64).clamp_(1e-10, 1 - 1e-10)
+    a = logits0.clone().requires_grad_(True)
+    soft = torch.softmax(a - torch.log(-torch.log(u)), -1)
+    z = torch.nn.functional.one_hot(soft.argmax(-1), C).double() + soft - soft.detach()
+    total = sum(_brute_force(net, msgs, X, y, att, z[k], range(3)) for k in range(len(lrs)))
+    total.backward()
+    return (logits0 - lrs.view(-1, 1, 1) * a.grad).argmax(-1), logits0.argmax(-1), (logits0[..., 1] - logits0[..., 0], a.grad[..., 1] - a.grad[..., 0])
+
+
+def _replay_sigmoid(net, msgs, X, y, att, lrs):
+    """The authors' binary sampler (fedkit-learn ``gumbel_softmax(binary=True, hard=True)``): one
+    logit ℓ ~ N(0, 1), G = -log(E) with E ~ Exp(1) (here -log(-log u)), s = sigmoid(ℓ + G), value
+    1[s > 1/2] + s - s.detach() written into the sensitive column; inferred value 1[ℓ > 0]."""
+    gen = generator(11)
+    ell0 = torch.randn(len(lrs), N, 1, generator=gen, dtype=torch.float64)[..., 0]
+    u = torch.rand(len(lrs), N, 1, generator=gen, dtype=torch.float64).clamp_(1e-10, 1 - 1e-10)[..., 0]
+    a = ell0.clone().requires_grad_(True)
+    s = torch.sigmoid(a - torch.log(-torch.log(u)))
+    v = (s > 0.5).double() + s - s.detach()
+    total = sum(_brute_force(net, msgs, X, y, att, torch.stack([1 - v[k], v[k]], -1), range(3)) for k in range(len(lrs)))
+    total.backward()
+    return (ell0 - lrs.view(-1, 1) * a.grad > 0).long(), (ell0 > 0).long(), (ell0, a.grad)
+
+
+@pytest.mark.parametrize("sampler", ["softmax", "sigmoid"])
+def test_gradient_aia_input_iteration_is_autograd_on_the_logits(sampler):
     """One SGD iteration of gradient_aia(relaxation="input") = autograd from the logits through the
-    straight-through Gumbel-softmax sample (g = -log(-log u), τ = 1), the input x̃ and the model,
-    for learning rates around the scale at which attributes flip; the mixture differs."""
+    straight-through Gumbel sample (g = -log(-log u), τ = 1), the input x̃ and the model, for
+    learning rates around the scale at which attributes flip, with our softmax sampler and the
+    authors' sigmoid one; the mixture differs."""
     att = SensitiveAttribute.binary(1)
     net, X, y, msgs = _problem(att, seed=5)
-    C, K, rounds = 2, 6, msgs.rounds[:3].tolist()
-
-    def replay(lrs):
-        gen = generator(11)
-        logits0 = torch.randn(len(lrs), N, C, generator=gen, dtype=torch.float64)
-        u = torch.rand(len(lrs), N, C, generator=gen, dtype=torch.float64).clamp_(1e-10, 1 - 1e-10)
-        a = logits0.clone().requires_grad_(True)
-        soft = torch.softmax(a - torch.log(-torch.log(u)), -1)
-        z = torch.nn.functional.one_hot(soft.argmax(-1), C).double() + soft - soft.detach()
-        total = sum(_brute_force(net, msgs, X, y, att, z[k], range(3)) for k in range(len(lrs)))
-        total.backward()
-        return logits0 - lrs.view(-1, 1, 1) * a.grad, logits0, a.grad
-
-    _, l0, g0 = replay(torch.ones(1))
-    scale = ((l0[..., 0] - l0[..., 1]).abs().median() / (g0[..., 0] - g0[..., 1]).abs().median()).item()
+    K, rounds = 6, msgs.rounds[:3].tolist()
+    replay = _replay_softmax if sampler == "softmax" else _replay_sigmoid
+    _, _, (margin, step) = replay(net, msgs, X, y, att, torch.ones(1))
+    scale = (margin.abs().median() / step.abs().median()).item()
     lrs = scale * torch.logspace(-1, 1, K, dtype=torch.float64)
-    ref, _, _ = replay(lrs)
-    kw = dict(round_sets=[rounds], learning_rates=lrs.tolist(), iterations=1, seed=11)
+    ref, before, _ = replay(net, msgs, X, y, att, lrs)
+    kw = dict(round_sets=[rounds], learning_rates=lrs.tolist(), iterations=1, seed=11, sampler=sampler)
     res = gradient_aia(net, msgs, X, y, att, relaxation="input", **kw)
-    assert res.relaxation == "input"
-    assert torch.equal(res.predictions[0], ref.argmax(-1))
-    assert not torch.equal(ref.argmax(-1), l0.argmax(-1))  # the step flips some attributes
+    assert (res.relaxation, res.sampler) == ("input", sampler)
+    assert torch.equal(res.predictions[0], ref)
+    assert not torch.equal(ref, before)  # the step flips some attributes
     mix = gradient_aia(net, msgs, X, y, att, **kw)
     assert mix.relaxation == "mixture"
     assert not torch.equal(mix.predictions, res.predictions)
@@ -124,3 +144,12 @@ def test_relaxation_is_checked_and_kept_by_merge():
     assert GradientAIAResult.merge(a, a).relaxation == "input" and a.subset([0]).relaxation == "input"
     with pytest.raises(ValueError, match="relaxation"):
         GradientAIAResult.merge(a, b)
+    with pytest.raises(ValueError, match="sampler.*softmax.*sigmoid"):
+        gradient_aia(net, msgs, X, y, att, sampler="gumbel", iterations=1)
+    three = SensitiveAttribute.one_hot([1, 2, 3])
+    with pytest.raises(ValueError, match="sampler='sigmoid'.*3 values"):
+        gradient_aia(net, msgs, X, y, three, sampler="sigmoid", iterations=1)
+    c = gradient_aia(net, msgs, X, y, att, learning_rates=(1e2,), iterations=2, sampler="sigmoid")
+    assert c.sampler == "sigmoid" and GradientAIAResult.merge(c, c).sampler == "sigmoid"
+    with pytest.raises(ValueError, match="sampler"):
+        GradientAIAResult.merge(b, c)

@@ -1,6 +1,7 @@
 """Plausible bugs in the authors' relaxation of the gradient-based AIA (Diana et al. 2025 eq. 2,
-App. B.5; fedkit-learn writes the Gumbel-softmax sample into the input):
-``gradient_aia(relaxation="input")`` and :class:`InputRelaxationObjective`.
+App. B.5; fedkit-learn writes the Gumbel-softmax sample into the input, drawn with one logit and a
+sigmoid for a binary attribute): ``gradient_aia(relaxation="input", sampler="sigmoid")`` and
+:class:`InputRelaxationObjective`.
 
 Run from the repository root:
 
@@ -32,4 +33,9 @@ MUTANTS = [
            "gradient_aia(relaxation='input') silently runs the mixture"),
     Mutant("merge_forgets_relaxation", GRA, "            relaxation=results[0].relaxation,\n", "",
            "a merged result claims the default relaxation"),
+    # ---- the authors' binary sampler (one logit, one Gumbel draw, sigmoid) -----------------------------------
+    Mutant("sigmoid_both_logits_move", GRA, "            g[..., 0] = 0\n", "            pass\n",
+           "the held logit 0 also steps: twice the authors' step on ℓ"),
+    Mutant("sigmoid_gumbel_sign", GRA, "logits[idx, :, 1:] - torch.log(-torch.log(u))",
+           "logits[idx, :, 1:] + torch.log(-torch.log(u))", "G = -log(E), E ~ Exp(1): sign flipped"),
 ]

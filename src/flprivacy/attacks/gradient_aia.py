@@ -42,6 +42,13 @@ per-sample gradients at each candidate value; ``"input"`` (the authors' fedkit-l
 x̃_i = Σ_c Z_ic x_i(c) into the input and takes ∇L = (1/n) Σ_i ∇ℓ(θ, x̃_i, y_i). Both equal the
 gradient at the sampled attribute when Z is one-hot; their derivatives in Z differ."""
 
+SAMPLERS: tuple[str, ...] = ("softmax", "sigmoid")
+"""How the Gumbel-softmax sample is drawn: ``"softmax"`` (ours, the default, Jang et al. 2017) C
+logits per sample, one Gumbel draw each, softmax; ``"sigmoid"`` (the authors' fedkit-learn code for a
+binary attribute, C = 2) one logit ℓ per sample, one Gumbel draw G, sample sigmoid((ℓ + G)/τ),
+hard value 1 when it exceeds 1/2, inferred value 1 when ℓ > 0. It is the softmax of the logits
+(0, ℓ) with one draw, so it is run as such with the first logit held at 0."""
+
 
 def first_rounds_sets(rounds: Sequence[int] | Tensor, fractions: Sequence[float] = ROUND_FRACTIONS,
                       ) -> list[tuple[int, ...]]:
@@ -72,6 +79,7 @@ class GradientAIAResult:
             statistic (fedkit-learn ``scripts/run_gb_aia.py`` keeps the last iteration's loss
             Σ_t (1 - cos) divided by ``|T|``, i.e. 1 - this). None when not recorded.
         relaxation: the relaxation the SGD iterations differentiated (:data:`RELAXATIONS`).
+        sampler: how the Gumbel-softmax samples were drawn (:data:`SAMPLERS`).
     """
 
     round_sets: list[tuple[int, ...]]
@@ -81,6 +89,7 @@ class GradientAIAResult:
     iterations: Tensor
     sample_cosine: Tensor | None = None
     relaxation: str = "mixture"
+    sampler: str = "softmax"
 
     def accuracy(self, true_index: Tensor) -> Tensor:
         """``(S, L)`` attack accuracy of every configuration."""
@@ -106,7 +115,8 @@ class GradientAIAResult:
         return GradientAIAResult(
             round_sets=[self.round_sets[i] for i in idx.tolist()], learning_rates=self.learning_rates,
             predictions=self.predictions[idx], cosine=self.cosine[idx], iterations=self.iterations[idx],
-            sample_cosine=None if self.sample_cosine is None else self.sample_cosine[idx], relaxation=self.relaxation)
+            sample_cosine=None if self.sample_cosine is None else self.sample_cosine[idx], relaxation=self.relaxation,
+            sampler=self.sampler)
 
     def select_by_accuracy(self, true_index: Tensor) -> tuple[int, int]:
         """(s, l) of "Grad-w-O": the highest attack accuracy (needs the truth: an oracle)."""
@@ -128,8 +138,9 @@ class GradientAIAResult:
         lrs = results[0].learning_rates
         if any(r.learning_rates != lrs for r in results):
             raise ValueError("merge: results must share their learning rates.")
-        if len({r.relaxation for r in results}) > 1:
-            raise ValueError(f"merge: results must share their relaxation; got {[r.relaxation for r in results]}.")
+        if len({(r.relaxation, r.sampler) for r in results}) > 1:
+            raise ValueError("merge: results must share their relaxation and sampler; got "
+                             f"{[(r.relaxation, r.sampler) for r in results]}.")
         samples = None if any(r.sample_cosine is None for r in results) else torch.cat(
             [r.sample_cosine for r in results])
         return GradientAIAResult(
@@ -137,6 +148,7 @@ class GradientAIAResult:
             predictions=torch.cat([r.predictions for r in results]), cosine=torch.cat([r.cosine for r in results]),
             iterations=torch.cat([r.iterations for r in results]), sample_cosine=samples,
             relaxation=results[0].relaxation,
+            sampler=results[0].sampler,
         )
 
 
@@ -385,6 +397,7 @@ def gradient_aia(
     seed: int = 0,
     max_cache_mb: float = 1024,
     relaxation: str = "mixture",
+    sampler: str = "softmax",
     progress: bool = False,
 ) -> GradientAIAResult:
     """The gradient-based AIA of Chen et al. 2022 (Diana et al. eq. 2) for a grid of round
@@ -405,10 +418,10 @@ def gradient_aia(
     differentiates the model's loss gradient through it (``"input"``,
     :class:`InputRelaxationObjective`). The paper (eq. 2, App. B.5) names the Gumbel-softmax trick
     but not this choice, so ``"input"`` follows the authors' code; at a one-hot sample both give
-    the same virtual gradient and cosine. What still differs from their code: they parametrise a
-    binary attribute by one logit with one Gumbel draw (a sigmoid), we by C logits with C draws
-    (a softmax), and they compute in the model's dtype as we do. The inferred attribute is the
-    argmax of the logits.
+    the same virtual gradient and cosine. How the sample is drawn is ``sampler``: C logits with C
+    Gumbel draws and a softmax (``"softmax"``), or, for a binary attribute as in the authors' code,
+    one logit with one Gumbel draw and a sigmoid (``"sigmoid"``, :data:`SAMPLERS`). The inferred
+    attribute is the argmax of the logits.
 
     Args:
         model: the trained architecture (linear layers and element-wise activations).
@@ -430,6 +443,8 @@ def gradient_aia(
             much memory, else recomputed at every iteration.
         relaxation: ``"mixture"`` (default) or ``"input"`` (:data:`RELAXATIONS`); recorded in
             the result.
+        sampler: ``"softmax"`` (default) or ``"sigmoid"`` (binary attributes only; :data:`SAMPLERS`);
+            recorded in the result.
 
     Returns:
         :class:`GradientAIAResult` with one configuration per (set, learning rate).
@@ -439,6 +454,11 @@ def gradient_aia(
     check_seed("seed", seed, "gradient_aia")
     if relaxation not in RELAXATIONS:
         raise ValueError(f"gradient_aia: relaxation must be one of {RELAXATIONS}, got {relaxation!r}.")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"gradient_aia: sampler must be one of {SAMPLERS}, got {sampler!r}.")
+    if sampler == "sigmoid" and attribute.n_values != 2:
+        raise ValueError(f"gradient_aia: sampler='sigmoid' draws a binary attribute, but {attribute.name or 'the attribute'}"
+                         f" has {attribute.n_values} values; use sampler='softmax'.")
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X must be (n, p) with n = len(y); got X {tuple(X.shape)}, y {tuple(y.shape)}.")
     attribute.check(X)
@@ -474,7 +494,10 @@ def gradient_aia(
     set_of_config = torch.arange(S).repeat_interleave(L)
     lr = torch.tensor(lrs, dtype=dtype).repeat(S)
     set_size = torch.tensor([len(s) for s in round_sets], dtype=dtype)[set_of_config]
-    logits = torch.randn(K, n, C, generator=gen, dtype=dtype)
+    if sampler == "sigmoid":  # logits (0, ℓ) with ℓ ~ N(0, 1), as the authors' initialisation
+        logits = torch.cat([torch.zeros(K, n, 1, dtype=dtype), torch.randn(K, n, 1, generator=gen, dtype=dtype)], -1)
+    else:
+        logits = torch.randn(K, n, C, generator=gen, dtype=dtype)
     active = torch.ones(K, dtype=torch.bool)
     ran = torch.zeros(K, dtype=torch.long)
     assign = logits.argmax(-1)
@@ -484,13 +507,20 @@ def gradient_aia(
         idx = active.nonzero().squeeze(1)
         if idx.numel() == 0:
             break
-        u = torch.rand(idx.numel(), n, C, generator=gen, dtype=dtype).clamp_(1e-10, 1 - 1e-10)
-        soft = torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)
+        if sampler == "sigmoid":  # one Gumbel draw on ℓ: softmax((0, ℓ + G)/τ) = (1 - s, s), s = sigmoid((ℓ + G)/τ)
+            u = torch.rand(idx.numel(), n, 1, generator=gen, dtype=dtype).clamp_(1e-10, 1 - 1e-10)
+            soft = torch.softmax(torch.cat([logits[idx, :, :1], logits[idx, :, 1:] - torch.log(-torch.log(u))], -1)
+                                 / temperature, -1)
+        else:
+            u = torch.rand(idx.numel(), n, C, generator=gen, dtype=dtype).clamp_(1e-10, 1 - 1e-10)
+            soft = torch.softmax((logits[idx] - torch.log(-torch.log(u))) / temperature, -1)
         hard = torch.nn.functional.one_hot(soft.argmax(-1), C).to(dtype)
         W = hard.permute(0, 2, 1).reshape(idx.numel(), C * n) / n
         _, sample_cos[idx], dW = obj.evaluate(W, idx, set_of_config)
         dZ = (dW / n).view(-1, C, n).permute(0, 2, 1)  # straight-through: ∂/∂soft = ∂/∂hard
         g = soft * (dZ - (soft * dZ).sum(-1, keepdim=True)) / temperature  # softmax backward
+        if sampler == "sigmoid":  # only ℓ is a parameter: its step is s(1 - s)(∂/∂Z_1 - ∂/∂Z_0)/τ
+            g[..., 0] = 0
         logits[idx] -= lr[idx].view(-1, 1, 1) * g
         ran[idx] += 1
         assign[idx] = logits[idx].argmax(-1)
@@ -508,5 +538,5 @@ def gradient_aia(
     return GradientAIAResult(
         round_sets=round_sets, learning_rates=lrs, predictions=assign.view(S, L, n),
         cosine=(cos_sum / set_size).view(S, L), iterations=ran.view(S, L),
-        sample_cosine=(sample_cos / set_size).view(S, L), relaxation=relaxation,
+        sample_cosine=(sample_cos / set_size).view(S, L), relaxation=relaxation, sampler=sampler,
     )

@@ -22,7 +22,9 @@ reproduces that table's cells) and then changes one thing at a time:
 - with ``--grad-relaxation`` (its own file, ``part3_table3_controls_relaxation``): Grad and Grad-w-O
   with our relaxation of eq. 2 (the Gumbel-softmax sample weights per-sample gradients) against the
   authors' (the sample is written into the input; :data:`flprivacy.attacks.gradient_aia.RELAXATIONS`),
-  everything else equal (the same federation, attack seeds, round sets, learning rates, stopping).
+  each with our sampler (two logits, softmax) and the authors' (one logit, sigmoid;
+  :data:`~flprivacy.attacks.gradient_aia.SAMPLERS`): :data:`GRAD_VARIANTS`. Everything else is equal
+  (the same federation, attack seeds, round sets, learning rates, stopping).
 
 Every attack runs against the clients' real DP-SGD (Opacus); only the tuning replays it
 (:func:`flprivacy.defences.dp_sgd_many`).
@@ -45,7 +47,7 @@ from dataclasses import asdict, replace
 
 from .. import LocalSGD, mlp, run_fedavg
 from ..attacks.active import AdamActive, tune_adam_active, tune_adam_active_per_client
-from ..attacks.gradient_aia import RELAXATIONS, GradientAIAResult, first_rounds_sets, gradient_aia
+from ..attacks.gradient_aia import GradientAIAResult, first_rounds_sets, gradient_aia
 from ..config import child_seed
 from ..data.census import FederatedTask, medical_task
 from ..defences import DPLocalSGD
@@ -64,6 +66,15 @@ SCRIPTS_PRIVACY = {"delta": 1e-6, "clip": 5e5}
 """The authors' ``bash_scripts/medical_cost/privacy/*.sh``: ``delta=1e-6``, ``clip=5e5``."""
 ATTACK_SEEDS = 3
 """Seeds of the gradient-based AIA on the attack rounds (the singleton count)."""
+GRAD_VARIANTS: dict[str, dict[str, str]] = {
+    "mixture": {"relaxation": "mixture", "sampler": "softmax"},
+    "mixture, sigmoid sampler": {"relaxation": "mixture", "sampler": "sigmoid"},
+    "input": {"relaxation": "input", "sampler": "softmax"},
+    "input, sigmoid sampler": {"relaxation": "input", "sampler": "sigmoid"},
+}
+"""The gradient-based AIA's variants of ``--grad-relaxation``: ours ("mixture": per-sample gradients
+weighted by a softmax Gumbel sample), the authors' fedkit-learn code ("input, sigmoid sampler": one
+logit per sample, sigmoid Gumbel sample written into the input), and the two half-way points."""
 
 
 def _dp(s: AIASettings, delta: float, clip: float) -> DPLocalSGD:
@@ -170,10 +181,12 @@ def grad_stopping_seed(s: AIASettings, seed: int) -> dict:
     return out
 
 
-def relaxed_gradient_table(model, log, clients, att, s: AIASettings, seed: int, relaxation: str) -> tuple[dict, dict]:
-    """:func:`.part3_pipeline.gradient_table` with the gradient-based AIA under ``relaxation``: the
+def relaxed_gradient_table(model, log, clients, att, s: AIASettings, seed: int, relaxation: str,
+                           sampler: str = "softmax") -> tuple[dict, dict]:
+    """:func:`.part3_pipeline.gradient_table` with the gradient-based AIA under ``relaxation`` and
+    ``sampler``: the
     same round sets, learning rates, iterations, stopping and seed streams (11 passive, 12 active),
-    so that ``"mixture"`` gives the pipeline's rows. Adds the Grad rows under the authors' statistic
+    so that ``"mixture"`` with ``"softmax"`` gives the pipeline's rows. Adds the Grad rows under the authors' statistic
     (the cosine at the last Gumbel sample, ``"<group>/Grad (authors' statistic)"``)."""
     T, A = s.rounds, max(s.active_rounds)
     sizes, truths = [c.n for c in clients], [att.true_index(c.X) for c in clients]
@@ -181,7 +194,7 @@ def relaxed_gradient_table(model, log, clients, att, s: AIASettings, seed: int, 
     per_r = {r: first_rounds_sets(act_rounds[:r]) for r in s.active_rounds}
     act_sets = sorted({rs for sets in per_r.values() for rs in sets}, key=len)
     gkw = dict(learning_rates=s.grad_learning_rates, iterations=s.grad_iterations, patience=s.grad_patience,
-               tolerance=s.grad_tolerance, relaxation=relaxation)
+               tolerance=s.grad_tolerance, relaxation=relaxation, sampler=sampler)
     merged = []
     for c, cl in enumerate(clients):
         p = gradient_aia(model, eavesdrop(log, c, range(T)), cl.X, cl.y, att, seed=child_seed(seed, 11, c), **gkw)
@@ -201,16 +214,16 @@ def relaxed_gradient_table(model, log, clients, att, s: AIASettings, seed: int, 
 
 def grad_relaxation_seed(s: AIASettings, seed: int) -> dict:
     """Grad and Grad-w-O rows of one seed's DP federation (the paper's δ and clipping norm) under
-    each relaxation of :data:`~flprivacy.attacks.gradient_aia.RELAXATIONS`."""
+    each variant of :data:`GRAD_VARIANTS`."""
     task = medical_task(seed=seed)
     model = mlp(task.n_features, s.hidden)
     dp = _dp(s, PAPER_PRIVACY["delta"], PAPER_PRIVACY["clip"])
     run = federate(model, task.clients, s.rounds, max(s.active_rounds), dp, seed)
     out = {"seed": seed}
-    for relaxation in RELAXATIONS:
+    for name, variant in GRAD_VARIANTS.items():
         t = time.perf_counter()
-        rows, details = relaxed_gradient_table(model, run.log, task.clients, task.attribute, s, seed, relaxation)
-        out[relaxation] = {"rows": rows, "choices": details, "seconds": time.perf_counter() - t}
+        rows, details = relaxed_gradient_table(model, run.log, task.clients, task.attribute, s, seed, **variant)
+        out[name] = variant | {"rows": rows, "choices": details, "seconds": time.perf_counter() - t}
     return out
 
 
@@ -220,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--grad-stopping", action="store_true",
                    help="only Grad and Grad-w-O with and without early stopping (file part3_table3_controls_grad)")
     p.add_argument("--grad-relaxation", action="store_true",
-                   help="only Grad and Grad-w-O under our relaxation and the authors' "
+                   help="only Grad and Grad-w-O under our relaxation and sampler and the authors' "
                         "(file part3_table3_controls_relaxation)")
     add_threads_option(p)
     args = p.parse_args(argv)
@@ -234,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         for seed in seeds:
             per.append(grad_relaxation_seed(s, seed))
             print(f"  seed {seed}: " + ", ".join(f"{k} {v['seconds']:.0f} s" for k, v in per[-1].items() if k != "seed"))
-        out = {"task": "Medical", "settings": asdict(s), "privacy": PAPER_PRIVACY, "relaxations": list(RELAXATIONS),
+        out = {"task": "Medical", "settings": asdict(s), "privacy": PAPER_PRIVACY, "variants": GRAD_VARIANTS,
                "per_seed": per}
         print("wrote", save_result("part3_table3_controls_relaxation", out, seeds=seeds))
         return out
