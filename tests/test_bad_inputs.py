@@ -96,12 +96,14 @@ SKIP_PREFIXES: dict[str, str] = {
 }
 
 SKIP: dict[str, str] = {
+    "batched.minibatch_steps": "the mini-batch driver of local_sgd_many and optimum.tuned_local_models, which "
+                               "check its inputs (clients, thetas, generators) before calling it",
     # result containers and records: built by the library, not by users from raw input
     **{k: "a result/record container returned by the library" for k in (
         "log.Exchange", "federation.FLRun", "log.ClientMessages", "log.MessageLog", "log.GlobalModels",
         "attacks.reconstruction.LeastSquaresReconstruction", "attacks.reconstruction.SubsetSelection",
         "attacks.reconstruction.LearnedMappingResult", "attacks.gradient_aia.GradientAIAResult",
-        "optimum.LocalOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
+        "optimum.LocalOptimum", "optimum.TunedOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
         "metrics.Quality", "threats.GlobalModels", "data.census.FederatedTask", "data.synthetic.SyntheticFederation",
         "data.synthetic.HardInstance", "data.tabular.TabularData", "data.files.RemoteFile")},
     **{k: "an exception or warning class" for k in (
@@ -413,6 +415,9 @@ def recipes() -> dict[str, Recipe]:
     add("optimum.optimal_local_model", optimum.optimal_local_model,
         lambda: dict(model=F()["lin"], X=Xa(), y=ya(), starts=F()["theta"], max_steps=4, pilot_steps=2,
                      check_every=2), compare=False)
+    add("optimum.tuned_local_models", optimum.tuned_local_models,
+        lambda: dict(model=F()["lin"], clients=F()["clients"], epochs=1, batch_size=4, n_trials=2, batch=2, seed=0),
+        compare=False)
     add("optimum.optimal_local_models", optimum.optimal_local_models,
         lambda: dict(model=F()["lin"], datasets=[(Xa(), ya())], starts=[F()["theta"]], max_steps=4, pilot_steps=2,
                      check_every=2), compare=False)

@@ -17,6 +17,8 @@ def test_controls_rows_are_table1s_pipeline(monkeypatch):
     pipeline's (per client is its default), the one-study rows equal the pipeline run with one
     study, and Model-w-O equals the pipeline's (it starts from the same per-client estimate)."""
     monkeypatch.setattr(part3_table1_controls, "LONGER_ROUNDS", {"quick": (4,), "paper": (4,)})
+    monkeypatch.setattr(part3_table1_controls, "AUTHORS_ORACLE", {"quick": {"epochs": 1, "n_trials": 2},
+                                                                  "paper": {"epochs": 1, "n_trials": 2}})
     s = _tiny(part3_table1.QUICK_SETTINGS["Income-L"])
     ctl = part3_table1_controls.run_seed(s, 0, log=lambda m: None)
     task = part3_pipeline.make_task("Income-L", "synthetic", 0, s)
@@ -30,5 +32,27 @@ def test_controls_rows_are_table1s_pipeline(monkeypatch):
     assert ctl["Model-w-O"] == per["rows"]["Model-w-O"]
     assert set(ctl["attack"]) == {"active-2, one study", "active-3, one study", "active-2, per client",
                                   "active-3, per client", "active-4, per client"}
+    assert 0 <= ctl["Model-w-O (authors' code)"] <= 100 and len(ctl["authors_oracle_params"]) == len(task.clients)
     # the loss Alg. 4 minimises: the optimum Model-w-O approximates is at least as low as where it started
     assert ctl["loss_model_wo"] <= ctl["loss_last_returned"] * (1 + 1e-9)
+
+
+def test_ledger_reason_reads_the_controls(monkeypatch):
+    """The "reaches Model-w-O" reason states the controls' numbers: per-client minus one-study
+    accuracy, the longest attack's accuracy and the loss fractions (computed, not typed)."""
+    from flprivacy.ledger import diana_aia
+
+    def seed(acc1, acc50, acc200):
+        return {"loss_last_returned": 10.0, "loss_model_wo": 0.01, "Model-w-O": 98.0, "attack": {
+            "active-50, one study": {"rounds": 50, "per_client": False, "accuracy": acc1, "loss": 5.0},
+            "active-50, per client": {"rounds": 50, "per_client": True, "accuracy": acc50, "loss": 4.0},
+            "active-200, per client": {"rounds": 200, "per_client": True, "accuracy": acc200, "loss": 1.0}}}
+
+    rec = {"data": {"task": "Income-L", "per_seed": [seed(80.0, 81.0, 90.0), seed(82.0, 82.0, 92.0)]}}
+    monkeypatch.setattr(diana_aia, "record_or_none", lambda name: rec if name == "part3_table1_controls" else None)
+    text = diana_aia.alg4_controls_reason("Income-L")
+    assert "2 seeds" in text and "+0.50 p.p." in text and "200 attack rounds" in text and "91.00" in text
+    assert "98.00" in text and "0.100 of the last returned" in text and "0.0010" in text
+    assert diana_aia.alg4_controls_reason("Income-A") == ""
+    monkeypatch.setattr(diana_aia, "record_or_none", lambda name: None)
+    assert diana_aia.alg4_controls_reason("Income-L") == ""

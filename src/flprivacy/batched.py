@@ -19,7 +19,7 @@ model per Adam setting per client).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -58,7 +58,26 @@ def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequen
             raise ValueError(f"local_sgd_many: thetas[{c}] must have shape (M, {stack.dim}) like thetas[0] "
                              f"{tuple(thetas[0].shape)}; got {tuple(t.shape)}.")
         # rows may be +inf: simulate_adam_active keeps a diverged setting at +inf on purpose
-    C, M = len(clients), thetas[0].shape[0]
+    theta = torch.stack(list(thetas))  # (C, M, d)
+
+    def sgd(sel, k: int, g: Tensor) -> None:
+        theta[sel] -= local.lr * g
+
+    minibatch_steps(stack, theta, clients, local, gens, sgd)
+    return list(theta)
+
+
+def minibatch_steps(stack: LinearStack, theta: Tensor, clients: Sequence[ClientData], local: LocalSGD,
+                    gens: Sequence[torch.Generator], update: Callable[[Tensor | slice, int, Tensor], None]) -> None:
+    """The mini-batch schedule of Alg. 2 for every client's M models ``theta`` ``(C, M, d)`` at
+    once, with the step left to ``update``: at step k, the gradient ``g`` ``(L, M, d)`` of each
+    live client's batch loss at ``theta[sel]`` is passed as ``update(sel, k, g)``, which changes
+    ``theta[sel]`` in place (``sel`` is ``slice(None)`` while every client steps, else the index
+    of the clients still stepping: client c takes K_c = E⌈S_c/B⌉ steps). Batches are drawn by
+    :func:`~flprivacy.federation.batch_schedule` from ``gens[c]`` (one shuffling per client,
+    shared by her M models), padded to B rows and masked. :func:`local_sgd_many` is the SGD
+    step; :func:`flprivacy.optimum.tuned_local_models` Adam with weight decay."""
+    C, M = theta.shape[0], theta.shape[1]
     sizes = [c.n for c in clients]
     steps = [local.n_steps(n) for n in sizes]
     K = max(steps)
@@ -80,7 +99,6 @@ def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequen
     for c, data in enumerate(clients):
         Xs[c, : data.n] = data.X
         ys[c, : data.n] = data.y
-    theta = torch.stack(list(thetas))  # (C, M, d)
     rows = torch.arange(C).unsqueeze(1)
     steps_t = torch.tensor(steps)
     for k in range(K):
@@ -92,8 +110,4 @@ def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequen
             Xb, yb, mb = (t.unsqueeze(1).expand(L, M, *t.shape[1:]).reshape(L * M, *t.shape[1:]) for t in (Xb, yb, mb))
         th = theta if live is None else theta[live]
         g = stack.grad(th.reshape(L * M, -1), Xb, yb, mb)
-        if live is None:
-            theta -= local.lr * g.view(C, M, -1)
-        else:
-            theta[live] -= local.lr * g.view(L, M, -1)
-    return list(theta)
+        update(slice(None) if live is None else live, k, g.view(L, M, -1))
