@@ -53,6 +53,10 @@ def test_ledger_reason_reads_the_controls(monkeypatch):
     text = diana_aia.alg4_controls_reason("Income-L")
     assert "2 seeds" in text and "+0.50 p.p." in text and "200 attack rounds" in text and "91.00" in text
     assert "98.00" in text and "0.100 of the last returned" in text and "0.0010" in text
+    assert "authors' code" not in text
+    for x in rec["data"]["per_seed"]:
+        x["Model-w-O (authors' code)"] = 88.0
+    assert "authors' code" in diana_aia.alg4_controls_reason("Income-L") and "88.00" in diana_aia.alg4_controls_reason("Income-L")
     assert diana_aia.alg4_controls_reason("Income-A") == ""
     monkeypatch.setattr(diana_aia, "record_or_none", lambda name: None)
     assert diana_aia.alg4_controls_reason("Income-L") == ""

@@ -108,7 +108,9 @@ PLAN: tuple[Job, ...] = (
     Job("part3_table3_controls_relaxation", "part3_table3_controls", (*SEEDS, "--grad-relaxation"),
         "Diana Table 3 controls: Grad under our relaxation and sampler and the authors'", 27),
     Job("part3_table1_controls", "part3_table1_controls", SEEDS, "Diana Table 1 controlled experiments (Alg. 4 on "
-        "Income-L: Adam tuned per client or for all, 10-200 attack rounds)", 25),
+        "Income-L: Adam tuned per client or for all, 10-200 attack rounds; the authors' oracle)", 45),
+    Job("part3_table1_controls_medical", "part3_table1_controls", ("--task", "Medical", *SEEDS),
+        "Diana Table 1 controlled experiments on Medical (the two oracles against the paper's Model-w-O)", 10),
     Job("part3_fig1", "part3_fig1", SEEDS, "Diana Fig. 1"),
     *(Job(f"part3_fig3_{f}_synthetic", "part3_fig3", ("--factor", f, *SEEDS), f"Diana {label}", est)
       for f, label, est in (("heterogeneity", "Fig. 3 left", 135), ("batch_size", "Fig. 3 centre", 113),
