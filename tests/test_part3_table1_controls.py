@@ -60,3 +60,16 @@ def test_ledger_reason_reads_the_controls(monkeypatch):
     assert diana_aia.alg4_controls_reason("Income-A") == ""
     monkeypatch.setattr(diana_aia, "record_or_none", lambda name: None)
     assert diana_aia.alg4_controls_reason("Income-L") == ""
+
+
+def test_oracle_reason_states_both_oracles(monkeypatch):
+    from flprivacy.ledger import diana_aia
+
+    rec = {"data": {"task": "Income-L", "per_seed": [{"Model-w-O": 98.0, "Model-w-O (authors' code)": 88.0},
+                                                     {"Model-w-O": 97.0, "Model-w-O (authors' code)": 90.0}]}}
+    monkeypatch.setattr(diana_aia, "record_or_none", lambda name: rec if name == "part3_table1_controls" else None)
+    text = diana_aia.oracle_controls_reason("Income-L")
+    assert "97.50" in text and "89.00" in text and "2 seeds" in text
+    assert diana_aia.oracle_controls_reason("Medical") == ""
+    del rec["data"]["per_seed"][0]["Model-w-O (authors' code)"]
+    assert diana_aia.oracle_controls_reason("Income-L") == ""
