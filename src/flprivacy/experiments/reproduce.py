@@ -106,7 +106,7 @@ PLAN: tuple[Job, ...] = (
     Job("part3_table3_controls_grad", "part3_table3_controls", (*SEEDS, "--grad-stopping"),
         "Diana Table 3 controls: Grad with and without early stopping", 20),
     Job("part3_table3_controls_relaxation", "part3_table3_controls", (*SEEDS, "--grad-relaxation"),
-        "Diana Table 3 controls: Grad under our relaxation and sampler and the authors'", 27),
+        "Diana Table 3 controls: Grad under our relaxation and sampler and the authors'", 20),
     Job("part3_table1_controls", "part3_table1_controls", SEEDS, "Diana Table 1 controlled experiments (Alg. 4 on "
         "Income-L: Adam tuned per client or for all, 10-200 attack rounds; the authors' oracle)", 45),
     Job("part3_table1_controls_medical", "part3_table1_controls", ("--task", "Medical", *SEEDS),
