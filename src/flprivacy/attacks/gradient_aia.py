@@ -43,7 +43,7 @@ x̃_i = Σ_c Z_ic x_i(c) into the input and takes ∇L = (1/n) Σ_i ∇ℓ(θ, x
 gradient at the sampled attribute when Z is one-hot; their derivatives in Z differ."""
 
 SAMPLERS: tuple[str, ...] = ("softmax", "sigmoid")
-"""How the Gumbel-softmax sample is drawn: ``"softmax"`` (ours, the default, Jang et al. 2017) C
+"""The ways to draw the Gumbel-softmax sample. ``"softmax"`` (ours, the default, Jang et al. 2017) C
 logits per sample, one Gumbel draw each, softmax; ``"sigmoid"`` (the authors' fedkit-learn code for a
 binary attribute, C = 2) one logit ℓ per sample, one Gumbel draw G, sample sigmoid((ℓ + G)/τ),
 hard value 1 when it exceeds 1/2, inferred value 1 when ℓ > 0. It is the softmax of the logits
