@@ -66,7 +66,7 @@ MUTANTS = [
     # ---- Table 3: Adam tuned per client with the DP trainer in the loop (App. B.5) --------------------
     Mutant("pipeline_replays_sgd_always", PIPE, 'replay = sgd if s.adam_replay == "sgd" else local', "replay = sgd",
            "adam_replay='local' must replay the clients' own (DP) update"),
-    Mutant("pipeline_ignores_per_client", PIPE, "        if s.adam_per_client:", "        if False:",
+    Mutant("pipeline_ignores_per_client", PIPE, "    if per_client:\n", "    if False:\n",
            "adam_per_client: one Optuna study per client"),
     Mutant("pipeline_returned_is_iterate", PIPE, "returned = [last_returned(arun.log, c) for c in range(C)]",
            "returned = estimates[r]", "returned_acc scores the clients' replies, not Alg. 4's iterate"),

@@ -107,6 +107,51 @@ def model_based_accuracy(model: FLModel, thetas: Sequence[torch.Tensor], clients
     return 100 * weighted(per_client_accuracy(model, thetas, clients, att), [c.n for c in clients])
 
 
+def training_loss(model: FLModel, thetas: Sequence[torch.Tensor], clients: Sequence[ClientData]) -> float:
+    """The clients' training loss at ``thetas[c]``, weighted by their sizes (what App. B.5's tuning
+    of Alg. 4 minimises)."""
+    return float(weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(thetas, clients)], [c.n for c in clients]))
+
+
+def tune_alg4(model: FLModel, clients: Sequence[ClientData], last: Sequence[torch.Tensor], replay: LocalTrainer,
+              rounds: int, s: AIASettings, seed: int, per_client: bool) -> tuple[AdamActive, dict]:
+    """Alg. 4's adversary for ``rounds`` attack rounds on every client, starting from her last
+    returned model, its Adam tuned by Optuna on the adversary's ``replay`` of the clients' update
+    (App. B.5): one study per client when ``per_client``, else one for all clients. Returns the
+    adversary and the record of the chosen learning rates, betas and tuning losses."""
+    C = len(clients)
+    tk = dict(n_trials=s.adam_trials, batch=s.adam_batch, seed=child_seed(seed, 13, rounds))
+    init = dict(enumerate(last))
+    if per_client:
+        tunes = tune_adam_active_per_client(model, clients, last, replay, rounds, **tk)
+        hp = {c: (t.lr, t.betas) for c, t in tunes.items()}
+        return (AdamActive(range(C), 0, rounds, 1.0, init_models=init, per_client=hp),
+                {"lr": [t.lr for t in tunes.values()], "betas": [list(t.betas) for t in tunes.values()],
+                 "tuning_loss": [t.loss for t in tunes.values()]})
+    tune = tune_adam_active(model, clients, last, replay, rounds, **tk)
+    return (AdamActive(range(C), 0, rounds, tune.lr, tune.betas, init_models=init),
+            {"lr": tune.lr, "betas": list(tune.betas), "tuning_loss": tune.loss})
+
+
+def run_alg4(model: FLModel, clients: Sequence[ClientData], local: LocalTrainer, adversary: AdamActive, rounds: int,
+             theta_T: torch.Tensor, seed: int) -> tuple[FLRun, list[torch.Tensor]]:
+    """The ``rounds`` attack rounds of ``adversary`` (Alg. 4) after training, from the global model
+    ``theta_T``: the run and every client's estimate θ_c^a."""
+    arun = run_fedavg(model, clients, rounds=rounds, local=local, seed=child_seed(seed, 14, rounds), theta0=theta_T,
+                      adversary=adversary)
+    est = adversary.estimates(arun.log)
+    return arun, [est[c] for c in range(len(clients))]
+
+
+def model_wo_models(model: FLModel, clients: Sequence[ClientData], last: Sequence[torch.Tensor],
+                    estimates: Sequence[torch.Tensor], s: AIASettings) -> list[torch.Tensor]:
+    """Model-w-O's optimal local models: Adam to convergence from each client's last returned
+    model and from Alg. 4's estimate (:func:`flprivacy.optimum.optimal_local_models`)."""
+    return [o.theta for o in optimal_local_models(model, [(c.X, c.y) for c in clients],
+                                                  [torch.stack([l_, e]) for l_, e in zip(last, estimates)],
+                                                  max_steps=s.model_wo_steps)]
+
+
 def federate(model: FLModel, clients: Sequence[ClientData], rounds: int, active: int, local: LocalTrainer,
              seed: int, progress: bool = False) -> FLRun:
     """FedAvg for ``rounds`` = T rounds, then ``active`` = A rounds in which the adversary sends
@@ -253,7 +298,7 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
 
     ours("passive/Ours", passive_models)
     details |= {"global_model_acc": model_based_accuracy(model, [run.log.global_models[T]] * C, clients, att),
-                "train_loss_last_returned": weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(last, clients)], sizes)}
+                "train_loss_last_returned": training_loss(model, last, clients)}
     tick("model-based passive")
 
     # 2. gradient-based AIA, passive and active round sets (App. B.5, for each |T_c^a|)
@@ -267,37 +312,22 @@ def run_pipeline(task: FederatedTask, s: AIASettings, seed: int, *, progress: bo
     theta_T = run.log.global_models[T]
     estimates = {}
     for r in s.active_rounds:
-        tk = dict(n_trials=s.adam_trials, batch=s.adam_batch, seed=child_seed(seed, 13, r))
-        if s.adam_per_client:
-            tunes = tune_adam_active_per_client(model, clients, last, replay, r, **tk)
-            hp = {c: (t.lr, t.betas) for c, t in tunes.items()}
-            adv = AdamActive(range(C), 0, r, 1.0, init_models=dict(enumerate(last)), per_client=hp)
-            adam = {"lr": [t.lr for t in tunes.values()], "betas": [list(t.betas) for t in tunes.values()],
-                    "tuning_loss": [t.loss for t in tunes.values()]}
-        else:
-            tune = tune_adam_active(model, clients, last, replay, r, **tk)
-            adv = AdamActive(range(C), 0, r, tune.lr, tune.betas, init_models=dict(enumerate(last)))
-            adam = {"lr": tune.lr, "betas": list(tune.betas), "tuning_loss": tune.loss}
+        adv, adam = tune_alg4(model, clients, last, replay, r, s, seed, s.adam_per_client)
         tick("Adam tuning (Optuna)")
-        arun = run_fedavg(model, clients, rounds=r, local=local, seed=child_seed(seed, 14, r), theta0=theta_T,
-                          adversary=adv)
-        est = adv.estimates(arun.log)
-        estimates[r] = [est[c] for c in range(C)]
+        arun, estimates[r] = run_alg4(model, clients, local, adv, r, theta_T, seed)
         ours(f"active-{r}/Ours", estimates[r])
         returned = [last_returned(arun.log, c) for c in range(C)]
         details[f"active-{r}/adam"] = adam | {"returned_acc": model_based_accuracy(model, returned, clients, att)}
         tick("active attack (Alg. 4)")
 
     # 4. Model-w-O: Adam to convergence from the last returned model and from Alg. 4's estimate
-    opt = [o.theta for o in optimal_local_models(model, [(c.X, c.y) for c in clients],
-                                                 [torch.stack([last[c], estimates[A][c]]) for c in range(C)],
-                                                 max_steps=s.model_wo_steps)]
+    opt = model_wo_models(model, clients, last, estimates[A], s)
     ours("Model-w-O", opt)
     details["per_client"] = per_client
     order = ["passive/Ours", "passive/Grad", "passive/Grad-w-O",
              *(f"active-{r}/{a}" for r in s.active_rounds for a in ("Grad", "Grad-w-O", "Ours")), "Model-w-O"]
     rows = {k: rows[k] for k in order if k in rows}
-    details["train_loss_model_wo"] = weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(opt, clients)], sizes)
+    details["train_loss_model_wo"] = training_loss(model, opt, clients)
     tick("Model-w-O (Adam to convergence)")
     return {"rows": rows, "timings": timings, "details": details}
 

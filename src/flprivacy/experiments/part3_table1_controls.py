@@ -35,15 +35,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 
-import torch
-
-from .. import LocalSGD, mlp, run_fedavg
-from ..attacks.active import AdamActive, tune_adam_active, tune_adam_active_per_client
+from .. import LocalSGD, mlp
 from ..config import at_scale, child_seed
-from ..optimum import optimal_local_models, tuned_local_models
+from ..optimum import tuned_local_models
 from ..threats import last_returned
 from . import add_threads_option, save_result, seed_int, use_threads
-from .part3_pipeline import AIASettings, federate, make_task, model_based_accuracy, weighted
+from .part3_pipeline import (AIASettings, federate, make_task, model_based_accuracy, model_wo_models, run_alg4,
+                             training_loss, tune_alg4)
 from .part3_table1 import settings
 
 TASKS: dict[str, tuple[str, str]] = {"Income-L": ("synthetic", "part3_table1_controls"),
@@ -64,12 +62,6 @@ AUTHORS_ORACLE: dict[str, dict[str, int]] = {"quick": {"epochs": 20, "n_trials":
 """The authors' oracle search per scale (paper: ``run_local_optimal_model_search.sh 200 50``)."""
 
 
-def _loss(model, thetas, clients) -> float:
-    """The clients' training loss at ``thetas``, weighted by their sizes (what App. B.5's tuning
-    minimises)."""
-    return float(weighted([float(model.loss(th, c.X, c.y)) for th, c in zip(thetas, clients)], [c.n for c in clients]))
-
-
 def run_seed(s: AIASettings, seed: int, log=print) -> dict:
     """Every controlled experiment for one seed of task ``s.task`` (see the module docstring)."""
     task = make_task(s.task, TASKS[s.task][0], seed, s)
@@ -82,25 +74,14 @@ def run_seed(s: AIASettings, seed: int, log=print) -> dict:
     last = [last_returned(run.log, c, before=T) for c in range(C)]
     theta_T = run.log.global_models[T]
     out: dict = {"seed": seed, "passive/Ours": model_based_accuracy(model, last, clients, att),
-                 "loss_last_returned": _loss(model, last, clients), "attack": {}}
+                 "loss_last_returned": training_loss(model, last, clients), "attack": {}}
 
     def attack(r: int, per_client: bool) -> dict:
-        tk = dict(n_trials=s.adam_trials, batch=s.adam_batch, seed=child_seed(seed, 13, r))
-        if per_client:
-            tunes = tune_adam_active_per_client(model, clients, last, sgd, r, **tk)
-            hp = {c: (t.lr, t.betas) for c, t in tunes.items()}
-            adv = AdamActive(range(C), 0, r, 1.0, init_models=dict(enumerate(last)), per_client=hp)
-            chosen = {"lr": [t.lr for t in tunes.values()]}
-        else:
-            tune = tune_adam_active(model, clients, last, sgd, r, **tk)
-            adv = AdamActive(range(C), 0, r, tune.lr, tune.betas, init_models=dict(enumerate(last)))
-            chosen = {"lr": tune.lr}
-        arun = run_fedavg(model, clients, rounds=r, local=sgd, seed=child_seed(seed, 14, r), theta0=theta_T,
-                          adversary=adv)
-        est = adv.estimates(arun.log)
-        thetas = [est[c] for c in range(C)]
-        return chosen | {"rounds": r, "per_client": per_client, "thetas": thetas,
-                         "accuracy": model_based_accuracy(model, thetas, clients, att), "loss": _loss(model, thetas, clients)}
+        adv, adam = tune_alg4(model, clients, last, sgd, r, s, seed, per_client)
+        _, thetas = run_alg4(model, clients, sgd, adv, r, theta_T, seed)
+        return adam | {"rounds": r, "per_client": per_client, "thetas": thetas,
+                       "accuracy": model_based_accuracy(model, thetas, clients, att),
+                       "loss": training_loss(model, thetas, clients)}
 
     variants = [(f"active-{r}, one study", r, False) for r in s.active_rounds]
     variants += [(f"active-{r}, per client", r, True) for r in (*s.active_rounds, *longer_rounds())]
@@ -110,16 +91,14 @@ def run_seed(s: AIASettings, seed: int, log=print) -> dict:
     # Model-w-O as the pipeline computes it: Adam to convergence from the last returned model and
     # from Alg. 4's estimate after the paper's A rounds (tuned per client, the default)
     starts = out["attack"][f"active-{A}, per client"]["thetas"]
-    opt = [o.theta for o in optimal_local_models(model, [(c.X, c.y) for c in clients],
-                                                 [torch.stack([last[c], starts[c]]) for c in range(C)],
-                                                 max_steps=s.model_wo_steps)]
+    opt = model_wo_models(model, clients, last, starts, s)
     out["Model-w-O"] = model_based_accuracy(model, opt, clients, att)
-    out["loss_model_wo"] = _loss(model, opt, clients)
+    out["loss_model_wo"] = training_loss(model, opt, clients)
     # the authors' oracle: Optuna-tuned mini-batch Adam with weight decay from a fresh start
     tuned = tuned_local_models(model, clients, batch_size=s.batch_size, seed=child_seed(seed, 15),
                                **at_scale(**AUTHORS_ORACLE))
     out["Model-w-O (authors' code)"] = authors = model_based_accuracy(model, [t.theta for t in tuned], clients, att)
-    out["loss_model_wo_authors"] = _loss(model, [t.theta for t in tuned], clients)
+    out["loss_model_wo_authors"] = training_loss(model, [t.theta for t in tuned], clients)
     out["authors_oracle_params"] = [t.params for t in tuned]
     log(f"  seed {seed}, Model-w-O {out['Model-w-O']:.2f} %, authors' code {authors:.2f} % "
         f"({time.perf_counter() - t0:.0f} s)")
