@@ -18,10 +18,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .federation import ClientData
+from .batched import minibatch_steps
+from .config import child_seed, generator
+from .federation import ClientData, LocalSGD, check_clients
 from .models import FLModel, design
 from .stack import LinearStack
-from .validation import NonFiniteError, as_tensor, check_finite, check_int
+from .validation import NonFiniteError, as_tensor, check_finite, check_int, check_seed
 
 
 def least_squares_optimum(data: ClientData) -> Tensor:
@@ -257,12 +259,7 @@ def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs:
     initialisation ``model.init_params(seed)`` and sees the same shuffling within a wave (the
     authors' code draws a new initialisation per trial). A trial whose model diverges scores +inf.
     """
-    from .batched import minibatch_steps
-    from .config import child_seed, generator
-    from .federation import LocalSGD, check_clients
-    from .validation import check_seed
-
-    import optuna
+    import optuna  # imported here: `import flprivacy` does not load Optuna
 
     where = "tuned_local_models"
     check_clients(clients, where, same_width=True)

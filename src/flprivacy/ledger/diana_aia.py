@@ -149,18 +149,28 @@ AUTHORS_ORACLE_KEY = "Model-w-O (authors' code)"
 """The key of part3_table1_controls' oracle found as fedkit-learn finds it."""
 
 
+def _controls_runs(task: str) -> list[dict] | None:
+    """The per-seed records of Table 1's controlled experiments (``part3_table1_controls``) when
+    they were run on ``task``, else None."""
+    rec = record_or_none("part3_table1_controls")
+    return None if rec is None or rec["data"]["task"] != task else rec["data"]["per_seed"]
+
+
+def _mean_over(runs: list[dict], f) -> float:
+    return sum(f(x) for x in runs) / len(runs)
+
+
 def alg4_controls_reason(task: str) -> str:
     """What Table 1's controlled experiments on Alg. 4 (``part3_table1_controls``, Income-L) found,
     for the reason of a "reaches Model-w-O" row: the effect of tuning Adam per client rather than
     with one study, the longest attack's accuracy, and the training loss at Alg. 4's estimate and
     at Model-w-O's, as fractions of the loss at the last returned model ("" when not run)."""
-    rec = record_or_none("part3_table1_controls")
-    if rec is None or rec["data"]["task"] != task:
+    runs = _controls_runs(task)
+    if runs is None:
         return ""
-    runs = rec["data"]["per_seed"]
 
     def mean(f) -> float:
-        return sum(f(x) for x in runs) / len(runs)
+        return _mean_over(runs, f)
 
     longest = max(runs[0]["attack"], key=lambda k: (runs[0]["attack"][k]["rounds"], runs[0]["attack"][k]["per_client"]))
     r = runs[0]["attack"][longest]["rounds"]
@@ -183,12 +193,11 @@ def alg4_controls_reason(task: str) -> str:
 def oracle_controls_reason(task: str) -> str:
     """For Table 1's Model-w-O cell: the oracle found as the authors' code finds it (fedkit-learn's
     tuned mini-batch Adam with weight decay; ``part3_table1_controls``), beside ours ("" when not run)."""
-    rec = record_or_none("part3_table1_controls")
-    if rec is None or rec["data"]["task"] != task or AUTHORS_ORACLE_KEY not in rec["data"]["per_seed"][0]:
+    runs = _controls_runs(task)
+    if runs is None or AUTHORS_ORACLE_KEY not in runs[0]:
         return ""
-    runs = rec["data"]["per_seed"]
-    ours = sum(x["Model-w-O"] for x in runs) / len(runs)
-    authors = sum(x[AUTHORS_ORACLE_KEY] for x in runs) / len(runs)
+    ours = _mean_over(runs, lambda x: x["Model-w-O"])
+    authors = _mean_over(runs, lambda x: x[AUTHORS_ORACLE_KEY])
     return (f"; our oracle runs full-batch Adam to convergence from warm starts ({ours:.2f} in part3_table1_controls, "
             f"{len(runs)} seeds); found as the authors' code finds it (fedkit-learn: 200 epochs of mini-batch Adam with "
             f"weight decay from a fresh start, tuned per client) it reaches {authors:.2f}")
