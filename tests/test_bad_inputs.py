@@ -418,6 +418,14 @@ def recipes() -> dict[str, Recipe]:
     add("optimum.tuned_local_models", optimum.tuned_local_models,
         lambda: dict(model=F()["lin"], clients=F()["clients"], epochs=1, batch_size=4, n_trials=2, batch=2, seed=0),
         compare=False)
+    add("optimum.tuned_local_models (DP oracle)", optimum.tuned_local_models,
+        lambda: dict(model=F()["lin"], clients=F()["clients"], epochs=1, batch_size=4, n_trials=2, batch=2, seed=0,
+                     dp=defences.DPLocalSGD(lr=0.1, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5,
+                                            total_rounds=3, epochs=1, batch_size=4), noise_multiplier=0.5),
+        compare=False)
+    add("defences.clipped_grad_sum", defences.clipped_grad_sum,
+        lambda: dict(stack=LinearStack(F()["lin"]), thetas=F()["theta"].expand(2, -1).clone(), X=F()["clients"][0].X,
+                     y=F()["clients"][0].y, max_grad_norm=1.0))
     add("optimum.optimal_local_models", optimum.optimal_local_models,
         lambda: dict(model=F()["lin"], datasets=[(Xa(), ya())], starts=[F()["theta"]], max_steps=4, pilot_steps=2,
                      check_every=2), compare=False)
@@ -614,7 +622,7 @@ SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_cl
               "n_nodes", "clients_per_round", "low"}
 RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "attack_lr", "val_fraction", "h", "sigma",
               "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range",
-              "rtol", "sigma_y"}
+              "rtol", "sigma_y", "noise_multiplier", "max_grad_norm"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
                 "state", "source", "occupation", "decode_optimizer", "on_singular", "target", "relaxation",
                 "sampler"}

@@ -39,7 +39,7 @@ from .models import FLModel
 from .stack import LinearStack
 from .validation import as_tensor, check_finite, check_int, check_positive
 
-__all__ = ["DPLocalSGD", "PAPER_CLIP_GRID", "dp_sgd_many"]
+__all__ = ["DPLocalSGD", "PAPER_CLIP_GRID", "clipped_grad_sum", "dp_sgd_many"]
 
 PAPER_CLIP_GRID: dict[str, tuple[float, ...]] = {
     "Medical": (5e5, 7e5, 9e5, 1e6, 3e6, 5e6, 7e6, 9e6),
@@ -202,21 +202,75 @@ def dp_sgd_many(stack: LinearStack, thetas: Tensor, data: ClientData, dp: DPLoca
     sigma, C = dp.planned_noise_multiplier(data), float(dp.max_grad_norm)
     X, y = data.X.to(stack.dtype), data.y
     theta = thetas.to(stack.dtype).clone()
-    M = theta.shape[0]
     for _ in range(dp.epochs * K):
         rows = (torch.rand(n, generator=generator) < q).nonzero().squeeze(1)
         noise = torch.randn(stack.dim, generator=generator, dtype=stack.dtype) * (sigma * C)
-        g = torch.zeros_like(theta)
-        if rows.numel():
-            inputs, deltas = stack.per_sample_signals(theta, X[rows], y[rows])
-            sq = torch.zeros(M, rows.numel(), dtype=stack.dtype)
-            for layer, a, d in zip(stack.linears, inputs, deltas):
-                sq += (d * d).sum(-1) * ((a * a).sum(-1) + (1.0 if layer.b is not None else 0.0))
-            factor = (C / (sq.sqrt() + 1e-6)).clamp(max=1.0).unsqueeze(-1)  # Opacus's flat clipping
-            for layer, a, d in zip(stack.linears, inputs, deltas):
-                fd = d * factor
-                g[:, layer.w] = torch.bmm(fd.transpose(1, 2), a).reshape(M, -1)
-                if layer.b is not None:
-                    g[:, layer.b] = fd.sum(1)
+        g = _clipped_sum(stack, theta, X[rows], y[rows], C) if rows.numel() else torch.zeros_like(theta)
         theta -= dp.lr * (g + noise) / batch
     return theta
+
+
+def clipped_grad_sum(stack: LinearStack, thetas: Tensor, X: Tensor, y: Tensor, max_grad_norm: float,
+                     mask: Tensor | None = None) -> Tensor:
+    """Σ_j min(1, C/(‖g_j‖ + 10⁻⁶)) g_j for each of the M models ``thetas`` ``(M, d)``: the sum of
+    the per-sample gradients g_j = ∇ℓ(θ_m, x_j, y_j), each clipped to norm C = ``max_grad_norm``
+    (one flat norm over all parameters, as Opacus's ``DPOptimizer.clip_and_accumulate``), what
+    DP-SGD adds its noise to. ``X`` is ``(n, p)`` (shared by the models) or ``(M, n, p)`` with
+    ``y`` ``(M, n)``; a 0/1 ``mask`` ``(M, n)`` leaves out model m's rows with mask 0 (clients'
+    Poisson batches of different sizes padded to one tensor). Per-sample gradients come from
+    :meth:`flprivacy.stack.LinearStack.per_sample_signals` (Δ_j ⊗ A_j per linear layer), never
+    materialised per sample. Used by :func:`dp_sgd_many` and by the DP oracle of
+    :func:`flprivacy.optimum.tuned_local_models`.
+
+    Returns:
+        the ``(M, d)`` sums.
+    """
+    where = "clipped_grad_sum"
+    if not isinstance(stack, LinearStack):
+        raise TypeError(f"{where}: stack must be a flprivacy.stack.LinearStack; got {type(stack).__name__}.")
+    thetas = as_tensor("thetas", thetas, where=where, floating=True)
+    if thetas.ndim != 2 or thetas.shape[1] != stack.dim or thetas.shape[0] == 0:
+        raise ValueError(f"{where}: thetas must have shape (M, {stack.dim}) with M >= 1 models; got "
+                         f"{tuple(thetas.shape)}.")
+    check_finite("thetas", thetas, where)
+    check_positive("max_grad_norm", max_grad_norm, where)
+    X = as_tensor("X", X, where=where, floating=True)
+    y = as_tensor("y", y, where=where)
+    n = X.shape[-2] if X.ndim >= 2 else -1
+    if X.ndim not in (2, 3) or (X.ndim == 3 and X.shape[0] != thetas.shape[0]) or n == 0:
+        raise ValueError(f"{where}: X must be (n, p) or (M, n, p) with M = {thetas.shape[0]} and n >= 1 rows; "
+                         f"got {tuple(X.shape)}.")
+    if X.shape[-1] != stack.linears[0].n_in:
+        raise ValueError(f"{where}: X must have {stack.linears[0].n_in} columns (the model's input width); got "
+                         f"{tuple(X.shape)}.")
+    check_finite("X", X, where)
+    if y.shape[-1:] != (n,) or y.ndim > X.ndim - 1:
+        raise ValueError(f"{where}: y must have one entry per row of X ({n}); got shape {tuple(y.shape)}.")
+    if y.is_floating_point():
+        check_finite("y", y, where)
+    if mask is not None:
+        mask = as_tensor("mask", mask, where=where)
+        if mask.shape != (thetas.shape[0], n):
+            raise ValueError(f"{where}: mask must have shape (M, n) = ({thetas.shape[0]}, {n}); got "
+                             f"{tuple(mask.shape)}.")
+    return _clipped_sum(stack, thetas.to(stack.dtype), X, y, float(max_grad_norm), mask)
+
+
+def _clipped_sum(stack: LinearStack, theta: Tensor, X: Tensor, y: Tensor, C: float,
+                 mask: Tensor | None = None) -> Tensor:
+    """:func:`clipped_grad_sum` without the checks (the hot loop of DP-SGD)."""
+    M = theta.shape[0]
+    inputs, deltas = stack.per_sample_signals(theta, X, y)
+    if mask is not None:
+        deltas = [d * mask.to(d.dtype).unsqueeze(-1) for d in deltas]
+    sq = torch.zeros(M, X.shape[-2], dtype=stack.dtype)
+    for layer, a, d in zip(stack.linears, inputs, deltas):
+        sq += (d * d).sum(-1) * ((a * a).sum(-1) + (1.0 if layer.b is not None else 0.0))
+    factor = (C / (sq.sqrt() + 1e-6)).clamp(max=1.0).unsqueeze(-1)  # Opacus's flat clipping
+    g = torch.zeros_like(theta)
+    for layer, a, d in zip(stack.linears, inputs, deltas):
+        fd = d * factor
+        g[:, layer.w] = torch.bmm(fd.transpose(1, 2), a).reshape(M, -1)
+        if layer.b is not None:
+            g[:, layer.b] = fd.sum(1)
+    return g

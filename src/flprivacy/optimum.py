@@ -12,7 +12,8 @@ and what the oracle Model-w-O attacks.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +21,7 @@ from torch import Tensor
 
 from .batched import minibatch_steps
 from .config import child_seed, generator
+from .defences import DPLocalSGD, _clipped_sum
 from .federation import ClientData, LocalSGD, check_clients
 from .models import FLModel, design
 from .stack import LinearStack
@@ -239,11 +241,13 @@ class TunedOptimum:
     loss: float  # its training loss (the objective)
     params: dict[str, float]  # the best trial's lr, beta1, beta2, weight_decay
     losses: Tensor  # every trial's training loss, in the order they were asked
+    noise_multiplier: float | None = None  # σ of the DP oracle (None: no DP)
 
 
 def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs: int = 200, batch_size: int = 32,
                        n_trials: int = 50, batch: int = 10, seed: int = 0,
-                       space: dict[str, tuple[float, float]] | None = None, eps: float = 1e-8) -> list[TunedOptimum]:
+                       space: dict[str, tuple[float, float]] | None = None, eps: float = 1e-8,
+                       dp: DPLocalSGD | None = None, noise_multiplier: float | None = None) -> list[TunedOptimum]:
     """Each client's "optimal local model" as the authors' code of Diana et al. 2025 finds it
     (fedkit-learn ``scripts/run_local_models_optimization.py``, run by
     ``run_local_optimal_model_search.sh`` with 200 rounds and 50 trials): from a fresh
@@ -258,6 +262,25 @@ def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs:
     (:func:`flprivacy.batched.minibatch_steps`); every trial of client c starts from the same
     initialisation ``model.init_params(seed)`` and sees the same shuffling within a wave (the
     authors' code draws a new initialisation per trial). A trial whose model diverges scores +inf.
+
+    **Under DP** (``dp``: the federation's :class:`~flprivacy.defences.DPLocalSGD`), every Adam step
+    takes the DP-SGD gradient, as the authors' code does whenever the federation has a clipping
+    norm (``run_local_models_optimization.py``: ``use_dp = simulation_setup["clip_norm"] is not
+    None``, then fedkit-learn's ``DPTrainer``, Opacus's ``make_private_with_epsilon`` on the same
+    ``torch.optim.Adam``): each of the ``epochs``·⌈S_c/B⌉ steps draws a Poisson batch (rate
+    q = 1/⌈S_c/B⌉, Opacus's ``1/len(data_loader)``), sums its per-sample gradients clipped to
+    ``dp.max_grad_norm`` (:func:`flprivacy.defences.clipped_grad_sum`), adds N(0, σ²C²I) and
+    divides by Opacus's expected batch size ⌊S_c q⌋; Adam then adds wd·θ and steps. σ is the
+    one Opacus's ``get_noise_multiplier`` gives for the federation's (``dp.target_epsilon``,
+    ``dp.target_delta``) over the oracle's own ``epochs`` epochs at rate q (the DPTrainer passes
+    ``epochs=args.num_rounds`` and the federation's ε, δ, clipping norm; ``dp``'s lr, rounds and
+    local epochs are not used), per client (:meth:`~flprivacy.defences.DPLocalSGD.planned_noise_multiplier`);
+    ``noise_multiplier`` sets σ instead (the DPTrainer's ``make_private`` branch, when the setup
+    gives a noise multiplier and no ε). A client's M trials in a wave share her Poisson batches
+    and noise draws (the authors' DPTrainer seeds every trial's noise generator with the same
+    seed). The paper is silent on DP for the oracle: §5.3 says only "running Adam for a very
+    large number of iterations", App. C.4 "Other experimental settings are consistent with those
+    used in the neural network experiments".
     """
     import optuna  # imported here: `import flprivacy` does not load Optuna
 
@@ -266,6 +289,17 @@ def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs:
     for name, v in (("epochs", epochs), ("batch_size", batch_size), ("n_trials", n_trials), ("batch", batch)):
         check_int(name, v, where, minimum=1)
     check_seed("seed", seed, where)
+    if dp is not None and not isinstance(dp, DPLocalSGD):
+        raise TypeError(f"{where}: dp must be the federation's flprivacy.defences.DPLocalSGD (its clipping norm, "
+                        f"epsilon and delta) or None for the non-private oracle; got {type(dp).__name__}.")
+    if noise_multiplier is not None:
+        if dp is None:
+            raise ValueError(f"{where}: noise_multiplier applies to the DP oracle only; pass dp=DPLocalSGD(...) too, "
+                             f"or leave noise_multiplier=None.")
+        if isinstance(noise_multiplier, bool) or not isinstance(noise_multiplier, (int, float)) \
+                or not math.isfinite(noise_multiplier) or noise_multiplier < 0:
+            raise ValueError(f"{where}: noise_multiplier must be a finite number >= 0 (σ; None: from dp's epsilon "
+                             f"and delta); got {noise_multiplier!r}.")
     space = dict(AUTHORS_LOCAL_SPACE if space is None else space)
     if set(space) != set(AUTHORS_LOCAL_SPACE) or any(not 0 < lo <= hi for lo, hi in space.values()):
         raise ValueError(f"{where}: space must give 0 < low <= high for each of {sorted(AUTHORS_LOCAL_SPACE)}; "
@@ -277,6 +311,15 @@ def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs:
     studies = [optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(
         seed=child_seed(seed, c) % 2**32, n_startup_trials=min(10, n_trials), constant_liar=True)) for c in range(C)]
     local = LocalSGD(lr=1.0, epochs=epochs, batch_size=batch_size)  # its schedule only; the step is Adam's
+    oracle_dp, sigmas = None, []
+    if dp is not None:  # the DPTrainer's privacy: the federation's C, ε, δ over the oracle's own epochs
+        oracle_dp = DPLocalSGD(lr=1.0, max_grad_norm=dp.max_grad_norm, target_epsilon=dp.target_epsilon,
+                               target_delta=dp.target_delta, total_rounds=epochs, epochs=1, batch_size=batch_size,
+                               accountant=dp.accountant)
+        with warnings.catch_warnings():  # Opacus's RDP note on the largest order: σ is still the one it picks
+            warnings.filterwarnings("ignore", message=".*[Oo]ptimal order.*")
+            sigmas = [float(noise_multiplier) if noise_multiplier is not None else oracle_dp.planned_noise_multiplier(c)
+                      for c in clients]
     best: list[tuple[float, Tensor | None, dict]] = [(math.inf, None, {})] * C
     losses: list[list[float]] = [[] for _ in range(C)]
     done, wave = 0, 0
@@ -301,7 +344,11 @@ def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs:
                 theta[sel], m[sel], v[sel] = th, mk, vk
 
         with torch.no_grad():
-            minibatch_steps(stack, theta, clients, local, [generator(child_seed(seed, 7, c, wave)) for c in range(C)], adam)
+            gens = [generator(child_seed(seed, 7, c, wave)) for c in range(C)]
+            if dp is None:
+                minibatch_steps(stack, theta, clients, local, gens, adam)
+            else:
+                _dp_adam_steps(stack, theta, clients, oracle_dp, sigmas, gens, adam)
             for c, data in enumerate(clients):
                 ok = torch.isfinite(theta[c]).all(1)
                 loss = stack.loss(theta[c].nan_to_num(posinf=0.0, neginf=0.0), data.X.to(dtype), data.y).double()
@@ -320,5 +367,45 @@ def tuned_local_models(model: FLModel, clients: Sequence[ClientData], *, epochs:
             raise NonFiniteError(f"{where}: every one of the {n_trials} trials of client {c} diverged; narrow the "
                                  f"learning-rate range (space['lr'] = {space['lr']}).")
         out.append(TunedOptimum(theta=best[c][1], loss=best[c][0], params=best[c][2],
-                                losses=torch.tensor(losses[c], dtype=torch.float64)))
+                                losses=torch.tensor(losses[c], dtype=torch.float64),
+                                noise_multiplier=sigmas[c] if dp is not None else None))
     return out
+
+
+def _dp_adam_steps(stack: LinearStack, theta: Tensor, clients: Sequence[ClientData], dp: DPLocalSGD,
+                   sigmas: Sequence[float], gens: Sequence[torch.Generator],
+                   update: Callable[[Tensor | slice, int, Tensor], None]) -> None:
+    """The DP-SGD gradients of :func:`tuned_local_models`' DP oracle, every client's M models
+    ``theta`` ``(C, M, d)`` at once: client c takes dp.epochs·dp.total_rounds·⌈S_c/B⌉ steps, each
+    on a Poisson batch drawn from ``gens[c]`` (then her noise, one draw shared by her M models),
+    and passes ``(clipped sum + noise)/⌊S_c q⌋`` to ``update(sel, k, g)`` (as
+    :func:`flprivacy.batched.minibatch_steps` does)."""
+    C, M, d = theta.shape
+    K = [dp.steps_per_epoch(c) for c in clients]
+    q = [1.0 / k for k in K]
+    steps = torch.tensor([k * dp.epochs * dp.total_rounds for k in K])
+    expected = torch.tensor([float(int(c.n * qc)) for c, qc in zip(clients, q)], dtype=stack.dtype)
+    Cn = float(dp.max_grad_norm)
+    sizes = [c.n for c in clients]
+    Xs = torch.zeros(C, max(sizes), *clients[0].X.shape[1:], dtype=stack.dtype)
+    ys = torch.zeros(C, max(sizes), *clients[0].y.shape[1:], dtype=clients[0].y.dtype)
+    for c, data in enumerate(clients):
+        Xs[c, : data.n] = data.X
+        ys[c, : data.n] = data.y
+    for k in range(int(steps.max())):
+        live = (steps > k).nonzero().squeeze(1)
+        rows, noise = [], torch.empty(len(live), d, dtype=stack.dtype)
+        for i, c in enumerate(live.tolist()):
+            rows.append((torch.rand(sizes[c], generator=gens[c]) < q[c]).nonzero().squeeze(1))
+            noise[i] = torch.randn(d, generator=gens[c], dtype=stack.dtype) * (sigmas[c] * Cn)
+        L, B = len(live), max(1, max(r.numel() for r in rows))
+        index = torch.zeros(L, B, dtype=torch.long)
+        mask = torch.zeros(L, B, dtype=stack.dtype)
+        for i, r in enumerate(rows):
+            index[i, : r.numel()] = r
+            mask[i, : r.numel()] = 1
+        Xb, yb = Xs[live.unsqueeze(1), index], ys[live.unsqueeze(1), index]
+        Xb, yb, mb = (t.unsqueeze(1).expand(L, M, *t.shape[1:]).reshape(L * M, *t.shape[1:]) for t in (Xb, yb, mask))
+        g = _clipped_sum(stack, theta[live].reshape(L * M, d), Xb, yb, Cn, mb).view(L, M, d)
+        g = (g + noise.unsqueeze(1)) / expected[live].view(L, 1, 1)
+        update(slice(None) if L == C else live, k, g)

@@ -1,6 +1,7 @@
 """Plausible bugs in Model-w-O as the authors' code finds it (flprivacy.optimum.tuned_local_models:
-fedkit-learn's run_local_models_optimization.py, mini-batch Adam with weight decay) and in Table 1's
-controlled experiments (part3_table1_controls).
+fedkit-learn's run_local_models_optimization.py, mini-batch Adam with weight decay, and under DP its
+DPTrainer: Opacus's DP-SGD gradient before Adam) and in Table 1's and Table 3's controlled experiments
+(part3_table1_controls, part3_table3_controls --dp-oracle).
 
     PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/oracle.py
 """
@@ -12,9 +13,12 @@ from tools.mutation import Mutant
 OPT = "src/flprivacy/optimum.py"
 CTL = "src/flprivacy/experiments/part3_table1_controls.py"
 BAT = "src/flprivacy/batched.py"
+DEF = "src/flprivacy/defences.py"
+CT3 = "src/flprivacy/experiments/part3_table3_controls.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_tuned_local_models.py", "tests/test_part3_table1_controls.py", "tests/test_batched.py"]
+         "tests/test_tuned_local_models.py", "tests/test_part3_table1_controls.py", "tests/test_batched.py",
+         "tests/test_part3_table3_oracle.py"]
 
 MUTANTS = [
     Mutant("no_weight_decay", OPT, "            g.add_(th * wd)\n", "", "torch.optim.Adam adds wd·θ to the gradient"),
@@ -39,4 +43,29 @@ MUTANTS = [
     Mutant("controls_model_wo_from_short_attack", CTL, "    starts = out[\"attack\"][f\"active-{A}, per client\"][\"thetas\"]",
            "    starts = out[\"attack\"][f\"active-{min(s.active_rounds)}, per client\"][\"thetas\"]",
            "Model-w-O starts from Alg. 4's estimate after the most rounds, as the pipeline"),
+    # the DP oracle (fedkit-learn's DPTrainer: make_private_with_epsilon on torch.optim.Adam)
+    Mutant("dp_oracle_never_private", OPT, "            if dp is None:\n                minibatch_steps(",
+           "            if True:\n                minibatch_steps(", "with a clipping norm the authors' oracle trains with DP"),
+    Mutant("dp_oracle_sigma_federation_rounds", OPT, "target_delta=dp.target_delta, total_rounds=epochs, epochs=1,",
+           "target_delta=dp.target_delta, total_rounds=dp.total_rounds, epochs=dp.epochs,",
+           "the DPTrainer's accountant targets ε over the oracle's own epochs (num_rounds)"),
+    Mutant("dp_oracle_rate_b_over_s", OPT, "    q = [1.0 / k for k in K]\n",
+           "    q = [min(1.0, dp.batch_size / c.n) for c in clients]\n",
+           "Opacus's Poisson rate is 1/len(data_loader) = 1/⌈S_c/B⌉"),
+    Mutant("dp_oracle_divides_by_drawn_rows", OPT, "g = (g + noise.unsqueeze(1)) / expected[live].view(L, 1, 1)",
+           "g = (g + noise.unsqueeze(1)) / mb.view(L, M, -1).sum(-1, keepdim=True).clamp(min=1)",
+           "Opacus divides by the expected batch size ⌊S_c q⌋, not the drawn one"),
+    Mutant("dp_oracle_noise_without_clip", OPT, "* (sigmas[c] * Cn)", "* sigmas[c]",
+           "the noise's standard deviation is σC"),
+    Mutant("dp_oracle_no_clipping", OPT, "Xb, yb, Cn, mb).view(L, M, d)", "Xb, yb, float('inf'), mb).view(L, M, d)",
+           "per-sample gradients are clipped to C"),
+    Mutant("dp_oracle_noise_ignored_sigma", OPT, "sigmas = [float(noise_multiplier) if noise_multiplier is not None",
+           "sigmas = [0.0 if noise_multiplier is not None", "an explicit noise multiplier is used as given"),
+    Mutant("clipped_sum_mask_ignored", DEF, "        deltas = [d * mask.to(d.dtype).unsqueeze(-1) for d in deltas]\n",
+           "", "padded rows of a shorter Poisson batch contribute nothing"),
+    Mutant("controls_dp_oracle_without_dp", CT3, '("authors, DP", {"dp": dp})', '("authors, DP", {})',
+           "the DP row trains the authors' oracle with the federation's DP"),
+    Mutant("controls_dp_oracle_scripts_clip", CT3, 'TABLE3_CLIP: dict[str, float] = {"Medical": PAPER_PRIVACY["clip"]',
+           'TABLE3_CLIP: dict[str, float] = {"Medical": SCRIPTS_PRIVACY["clip"]',
+           "the federation's clipping norm is the one Table 3 selected"),
 ]

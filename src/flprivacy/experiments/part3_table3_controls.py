@@ -25,6 +25,17 @@ reproduces that table's cells) and then changes one thing at a time:
   each with our sampler (two logits, softmax) and the authors' (one logit, sigmoid;
   :data:`~flprivacy.attacks.gradient_aia.SAMPLERS`): :data:`GRAD_VARIANTS`. Everything else is equal
   (the same federation, attack seeds, round sets, learning rates, stopping).
+- with ``--dp-oracle`` (its own file, ``part3_table3_controls_oracle``; ``--task Income-L`` for
+  the synthetic Income-L, ``part3_table3_controls_oracle_income_l_synthetic``): Model-w-O three
+  ways on the federation of :mod:`.part3_table3` (same seed, clipping norm :data:`TABLE3_CLIP`,
+  δ): ours (:func:`flprivacy.optimum.optimal_local_models` from the last returned model and
+  Alg. 4's estimate, the table's row, recomputed by the pipeline without its gradient-based
+  rows), the authors' oracle without DP (:func:`flprivacy.optimum.tuned_local_models`, as in
+  :mod:`.part3_table1_controls`) and the authors' oracle with DP (the same, every Adam step on
+  the DP-SGD gradient with the federation's clipping norm, ε and δ: fedkit-learn's
+  ``run_local_models_optimization.py`` trains the oracle with its ``DPTrainer`` whenever the
+  federation has a clipping norm). The paper is silent on DP for the oracle (§5.3: "running Adam
+  for a very large number of iterations").
 
 Every attack runs against the clients' real DP-SGD (Opacus); only the tuning replays it
 (:func:`flprivacy.defences.dp_sgd_many`).
@@ -33,8 +44,10 @@ Every attack runs against the clients' real DP-SGD (Opacus); only the tuning rep
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2 --grad-stopping
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2 --grad-relaxation
+    FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2 --dp-oracle
+    FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_table3_controls --seeds 0 1 2 --dp-oracle --task Income-L
 
-Writes ``book/results/part3_table3_controls[_grad|_relaxation][_quick].json``.
+Writes ``book/results/part3_table3_controls[_grad|_relaxation|_oracle[_income_l_synthetic]][_quick].json``.
 """
 
 from __future__ import annotations
@@ -48,14 +61,17 @@ from dataclasses import asdict, replace
 from .. import LocalSGD, mlp, run_fedavg
 from ..attacks.active import AdamActive, tune_adam_active, tune_adam_active_per_client
 from ..attacks.gradient_aia import GradientAIAResult, first_rounds_sets, gradient_aia
-from ..config import child_seed
+from ..config import at_scale, child_seed
+from ..optimum import tuned_local_models
 from ..data.census import FederatedTask, medical_task
 from ..defences import DPLocalSGD
 from ..threats import eavesdrop, last_returned
 from . import add_threads_option, save_result, seed_int, use_threads
-from .part3_pipeline import AIASettings, federate, grad_rows, gradient_aia_all, gradient_table, model_based_accuracy
+from .part3_pipeline import (AIASettings, federate, grad_rows, gradient_aia_all, gradient_table, make_task,
+                             model_based_accuracy, per_client_accuracy, run_pipeline, training_loss)
 from .part3_table1 import settings
-from .part3_table3 import TARGET_DELTA, TARGET_EPSILON
+from .part3_table1_controls import AUTHORS_ORACLE
+from .part3_table3 import TARGET_DELTA, TARGET_EPSILON, dp_trainer, table3_settings
 
 FIXED_LRS: tuple[float, ...] = (0.3, 1.0, 2.0, 5.0)
 """Adam learning rates tried without tuning (β = (0.9, 0.999), Kingma & Ba's defaults)."""
@@ -75,6 +91,14 @@ GRAD_VARIANTS: dict[str, dict[str, str]] = {
 """The gradient-based AIA's variants of ``--grad-relaxation``: ours ("mixture": per-sample gradients
 weighted by a softmax Gumbel sample), the authors' fedkit-learn code ("input, sigmoid sampler": one
 logit per sample, sigmoid Gumbel sample written into the input), and the two half-way points."""
+
+TABLE3_CLIP: dict[str, float] = {"Medical": PAPER_PRIVACY["clip"], "Income-L": 1e7}
+"""The clipping norm of ``--dp-oracle``'s federation per task: the norm of the paper's grid that
+App. C.4's rule selected in the committed paper-scale Table 3 files (``part3_table3_medical``,
+``part3_table3_income_l_synthetic``: ``clip.best``), so that the federation is the table's."""
+ORACLE_TASKS: dict[str, tuple[str, str]] = {"Medical": ("medical", "part3_table3_controls_oracle"),
+                                            "Income-L": ("synthetic", "part3_table3_controls_oracle_income_l_synthetic")}
+"""Task -> (data source, result file) of ``--dp-oracle``."""
 
 
 def _dp(s: AIASettings, delta: float, clip: float) -> DPLocalSGD:
@@ -139,7 +163,7 @@ def run_seed(s: AIASettings, seed: int, log=print) -> dict:
         truths = [att.true_index(c.X) for c in clients]
         act = list(range(T, T + A))
         gkw = dict(learning_rates=s.grad_learning_rates, iterations=s.grad_iterations, patience=s.grad_patience,
-                   tolerance=s.grad_tolerance)
+                   tolerance=s.grad_tolerance, relaxation=s.grad_relaxation, sampler=s.grad_sampler)
         merged, n_p = gradient_aia_all(model, run.log, clients, att, T, first_rounds_sets(act), seed, **gkw)
         picks = []
         for k in range(ATTACK_SEEDS):
@@ -186,7 +210,7 @@ def relaxed_gradient_table(model, log, clients, att, s: AIASettings, seed: int, 
     """:func:`.part3_pipeline.gradient_table` with the gradient-based AIA under ``relaxation`` and
     ``sampler``: the
     same round sets, learning rates, iterations, stopping and seed streams (11 passive, 12 active),
-    so that ``"mixture"`` with ``"softmax"`` gives the pipeline's rows. Adds the Grad rows under the authors' statistic
+    so that the pipeline's ``s.grad_relaxation`` and ``s.grad_sampler`` give the pipeline's rows. Adds the Grad rows under the authors' statistic
     (the cosine at the last Gumbel sample, ``"<group>/Grad (authors' statistic)"``)."""
     T, A = s.rounds, max(s.active_rounds)
     sizes, truths = [c.n for c in clients], [att.true_index(c.X) for c in clients]
@@ -227,6 +251,45 @@ def grad_relaxation_seed(s: AIASettings, seed: int) -> dict:
     return out
 
 
+def dp_oracle_seed(task_name: str, s: AIASettings, seed: int, log=print) -> dict:
+    """Model-w-O three ways on one seed's DP federation of Table 3 (``task_name``, clipping norm
+    :data:`TABLE3_CLIP`, the task's δ, ε = 1): ours (the pipeline's row), the authors' oracle
+    without DP and with the federation's DP (see the module docstring). Each records the
+    accuracy (%), the clients' weighted training loss, the per-client accuracies (%) and its
+    seconds; the authors' oracles also their tuned Adam settings, and the DP one each client's σ."""
+    task = make_task(task_name, ORACLE_TASKS[task_name][0], seed, s)
+    clients, att = task.clients, task.attribute
+    model = mlp(task.n_features, s.hidden)
+    dp = dp_trainer(task_name, s, TABLE3_CLIP[task_name])
+    out: dict = {"seed": seed, "sizes": task.sizes}
+    t = time.perf_counter()
+
+    def keep(run) -> dict:  # the federation's σ and ε, as the table records them
+        return {"noise_multiplier": dp.noise_multiplier(clients[0]), "epsilon": dp.epsilons(clients)}
+
+    pipe = run_pipeline(task, s, seed, model=model, local=dp, grad=False, after_training=keep)
+    out["federation"] = pipe["details"]["after_training"] | {"max_grad_norm": TABLE3_CLIP[task_name],
+                                                              "target_delta": TARGET_DELTA[task_name],
+                                                              "target_epsilon": TARGET_EPSILON}
+    out["ours"] = {"accuracy": pipe["rows"]["Model-w-O"], "loss": pipe["details"]["train_loss_model_wo"],
+                   "per_client": pipe["details"]["per_client"]["Model-w-O"],
+                   "rows": pipe["rows"], "seconds": time.perf_counter() - t}
+    log(f"  seed {seed}, ours {out['ours']['accuracy']:.2f} % ({out['ours']['seconds']:.0f} s)")
+    for name, kw in (("authors", {}), ("authors, DP", {"dp": dp})):
+        t = time.perf_counter()
+        tuned = tuned_local_models(model, clients, batch_size=s.batch_size, seed=child_seed(seed, 15),
+                                   **at_scale(**AUTHORS_ORACLE), **kw)
+        thetas = [o.theta for o in tuned]
+        out[name] = {"accuracy": model_based_accuracy(model, thetas, clients, att),
+                     "loss": training_loss(model, thetas, clients),
+                     "per_client": [100 * a for a in per_client_accuracy(model, thetas, clients, att)],
+                     "params": [o.params for o in tuned], "seconds": time.perf_counter() - t}
+        if "dp" in kw:
+            out[name]["noise_multiplier"] = [o.noise_multiplier for o in tuned]
+        log(f"  seed {seed}, {name} {out[name]['accuracy']:.2f} % ({out[name]['seconds']:.0f} s)")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
@@ -235,13 +298,30 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--grad-relaxation", action="store_true",
                    help="only Grad and Grad-w-O under our relaxation and sampler and the authors' "
                         "(file part3_table3_controls_relaxation)")
+    p.add_argument("--dp-oracle", action="store_true",
+                   help="only Model-w-O: ours, the authors' oracle, the authors' oracle under the federation's DP "
+                        "(file part3_table3_controls_oracle[_income_l_synthetic])")
+    p.add_argument("--task", default="Medical", choices=list(ORACLE_TASKS),
+                   help="the task of --dp-oracle (the other controls run on Medical only)")
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
     s = settings("Medical")
     seeds = tuple(s.seeds if args.seeds is None else args.seeds)
-    if args.grad_stopping and args.grad_relaxation:
-        p.error("--grad-stopping and --grad-relaxation write different files; give one of them.")
+    if args.grad_stopping + args.grad_relaxation + args.dp_oracle > 1:
+        p.error("--grad-stopping, --grad-relaxation and --dp-oracle write different files; give one of them.")
+    if args.task != "Medical" and not args.dp_oracle:
+        p.error(f"--task {args.task}: only --dp-oracle runs on another task than Medical.")
+    if args.dp_oracle:
+        s = table3_settings(args.task)
+        seeds = tuple(s.seeds if args.seeds is None else args.seeds)
+        per = [dp_oracle_seed(args.task, s, seed) for seed in seeds]
+        source, name = ORACLE_TASKS[args.task]
+        out = {"task": args.task, "source": source, "settings": asdict(s), "authors_oracle": at_scale(**AUTHORS_ORACLE),
+               "max_grad_norm": TABLE3_CLIP[args.task], "target_delta": TARGET_DELTA[args.task],
+               "target_epsilon": TARGET_EPSILON, "per_seed": per}
+        print("wrote", save_result(name, out, seeds=seeds))
+        return out
     if args.grad_relaxation:
         per = []
         for seed in seeds:

@@ -107,6 +107,11 @@ PLAN: tuple[Job, ...] = (
         "Diana Table 3 controls: Grad with and without early stopping", 20),
     Job("part3_table3_controls_relaxation", "part3_table3_controls", (*SEEDS, "--grad-relaxation"),
         "Diana Table 3 controls: Grad under our relaxation and sampler and the authors'", 20),
+    Job("part3_table3_controls_oracle", "part3_table3_controls", (*SEEDS, "--dp-oracle"),
+        "Diana Table 3 controls: Model-w-O ours, the authors' oracle, the authors' oracle under the federation's DP", 3),
+    Job("part3_table3_controls_oracle_income_l_synthetic", "part3_table3_controls",
+        (*SEEDS, "--dp-oracle", "--task", "Income-L"),
+        "Diana Table 3 controls: Model-w-O three ways on Income-L (synthetic census)", 20),
     Job("part3_table1_controls", "part3_table1_controls", SEEDS, "Diana Table 1 controlled experiments (Alg. 4 on "
         "Income-L: Adam tuned per client or for all, 10-200 attack rounds; the authors' oracle)", 45),
     Job("part3_table1_controls_medical", "part3_table1_controls", ("--task", "Medical", *SEEDS),
