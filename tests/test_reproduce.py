@@ -175,3 +175,209 @@ def test_only_rejects_unknown_results(capsys):
     with pytest.raises(SystemExit):
         R.main(["--only", "no_such_result", "--dry-run"])
     assert "unknown results" in capsys.readouterr().err
+
+
+# ---- the unit rule: result files do not go stale on edits that cannot change their numbers ---------------------------
+from flprivacy.experiments import fingerprint as FP  # noqa: E402
+
+BASE = '''"""A module."""
+from __future__ import annotations
+
+import math
+from .helpers import scale, shift
+
+RATE = 0.5
+"""The rate."""
+
+
+def f(x, k=2):
+    """Scale x."""
+    def inner(y):
+        """Nested docstring."""
+        return y * RATE
+    return scale(inner(x)) + k * sum([1, 2])
+
+
+class Model:
+    """A model."""
+
+    size: int = 3
+
+    def run(self, x):
+        """Run it."""
+        return f(x) + math.pi
+'''
+HELPERS = "def scale(x):\n    return 2 * x\n\n\ndef shift(x):\n    return x + 1\n"
+
+
+def _lib(tmp_path, text, extra=None):
+    """Write flprivacy/m.py (and flprivacy/helpers.py) under tmp_path; return the record a run would write."""
+    files = {"flprivacy/__init__.py": "", "flprivacy/helpers.py": HELPERS, "flprivacy/m.py": text, **(extra or {})}
+    for rel, content in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(content)
+    sources = {rel: FP._sha(tmp_path / rel) for rel in files}
+    units = {rel: FP.source_units(content) for rel, content in files.items()}
+    return sources, {rel: u for rel, u in units.items() if u is not None}
+
+
+def _after(tmp_path, before, after, extra=None):
+    """The verdict on a record made with m.py = ``before`` once m.py reads ``after``."""
+    sources, units = _lib(tmp_path, before, extra)
+    (tmp_path / "flprivacy/m.py").write_text(after)
+    return FP.check_sources(sources, units, tmp_path)
+
+
+CURRENT = {
+    "docstrings, comments and blank lines": BASE.replace('"""Scale x."""', '"""Scale x by two."""')
+    .replace('"""Nested docstring."""', '"""Another nested docstring."""').replace('"""Run it."""', "# run\n\n")
+    .replace('"""The rate."""', "").replace('"""A module."""', '"""A module, reworded."""\n\n# comment'),
+    "an added function": BASE + "\n\ndef g(x, y=(1, 2)):\n    return x + len(y)\n",
+    "an added dataclass and constant": BASE + "\n\nLIMIT = frozenset({1, 2})\n\n\n@dataclass(frozen=True)\nclass Extra:"
+                                              "\n    a: int = 1\n",
+    "an added name on an existing import line": BASE.replace("import scale, shift", "import scale, shift, other"),
+    "an added import of a library file the run imported, and of a module outside the library":
+        BASE.replace("import math\n", "import math\nimport json\nfrom . import helpers\n"),
+}
+STALE = {
+    "changed function body": (BASE.replace("scale(inner(x)) + k", "scale(inner(x)) - k"), "flprivacy/m.py:f changed"),
+    "changed nested function": (BASE.replace("return y * RATE", "return y / RATE"), "flprivacy/m.py:f changed"),
+    "changed default argument": (BASE.replace("k=2", "k=3"), "flprivacy/m.py:f changed"),
+    "changed constant": (BASE.replace("RATE = 0.5", "RATE = 0.25"), "flprivacy/m.py:RATE changed"),
+    "changed class attribute": (BASE.replace("size: int = 3", "size: int = 4"), "flprivacy/m.py:Model changed"),
+    "changed import target": (BASE.replace("from .helpers import scale, shift", "from .helpers import shift as scale"
+                                           ", shift"), "flprivacy/m.py:scale changed"),
+    "removed function": (BASE.replace("def f(", "def f_renamed("), "flprivacy/m.py:f removed"),
+    "removed import": (BASE.replace("import math\n", ""), "flprivacy/m.py:math removed"),
+    "added function shadowing a builtin the run called": (BASE + "\n\ndef sum(xs):\n    return 0\n",
+                                                          "flprivacy/m.py:sum added"),
+    "added function another file looks up by name": (BASE + "\n\ndef shift_all(x):\n    return x\n",
+                                                     "flprivacy/m.py:shift_all added"),
+    "added decorated function (a registry)": (BASE + "\n\n@register\ndef g(x):\n    return x\n",
+                                              "flprivacy/m.py:g added"),
+    "added constant drawn at import": (BASE + "\nNOISE = math.sin(RATE)\n", "flprivacy/m.py:NOISE added"),
+    "added top-level statement": (BASE + "\nmath.pi = 3\n", "flprivacy/m.py:<module> added"),
+    "added import of a library file the run did not import":
+        (BASE.replace("import math\n", "import math\nfrom . import unused\n"), "flprivacy/m.py:unused added"),
+    "added module __getattr__": (BASE + "\n\ndef __getattr__(name):\n    return 1\n", "flprivacy/m.py:__getattr__"),
+    "reordered top-level statements": (BASE.replace("RATE = 0.5\n", "") + "\nRATE = 0.5\n", "reordered"),
+}
+OTHER = {"flprivacy/other.py": "from . import m\n\n\ndef pick():\n    return getattr(m, 'shift_all', None)\n",
+         "flprivacy/unused.py": "STATE = 1\n"}
+
+
+@pytest.mark.parametrize("edit", list(CURRENT))
+def test_an_edit_that_cannot_change_the_numbers_keeps_a_result_current(tmp_path, edit):
+    extra = dict(OTHER)
+    extra.pop("flprivacy/unused.py")  # the run did not import it (only the "stale" case below needs it recorded out)
+    assert FP.check_sources(*_lib(tmp_path, BASE, extra), tmp_path) == (True, "")
+    assert _after(tmp_path, BASE, CURRENT[edit], extra) == (True, ""), edit
+
+
+@pytest.mark.parametrize("edit", list(STALE))
+def test_an_edit_that_may_change_the_numbers_makes_it_stale(tmp_path, edit):
+    after, why = STALE[edit]
+    extra = {"flprivacy/other.py": OTHER["flprivacy/other.py"]}
+    (tmp_path / "flprivacy").mkdir(parents=True)
+    (tmp_path / "flprivacy/unused.py").write_text(OTHER["flprivacy/unused.py"])  # on disk, not imported by the run
+    current, reason = _after(tmp_path, BASE, after, extra)
+    assert not current and why in reason and "since the run" in reason, (edit, reason)
+
+
+def test_a_name_bound_twice_keeps_both_bindings_and_their_order(tmp_path):
+    two = "X = 1\nY = 2\nX = 3\n"
+    assert not _after(tmp_path, two, "X = 5\nY = 2\nX = 3\n")[0]  # the first binding changed
+    assert not _after(tmp_path, two, "Y = 2\nX = 1\nX = 3\n")[0]  # same units, another order
+    assert _after(tmp_path, two, "X = 1\nY = 2\nZ = 0\nX = 3\n") == (True, "")
+
+
+def test_all_matters_only_to_a_star_import(tmp_path):
+    text = "__all__ = ['f']\n\n\ndef f():\n    return 1\n"
+    grown = text.replace("['f']", "['f', 'g']") + "\n\ndef g():\n    return 2\n"
+    assert _after(tmp_path, text, grown) == (True, "")
+    star = {"flprivacy/other.py": "from .m import *\n"}
+    assert not _after(tmp_path, text, grown, star)[0]
+
+
+def test_old_records_and_unparsable_files_keep_the_whole_file_rule(tmp_path):
+    sources, units = _lib(tmp_path, BASE)
+    (tmp_path / "flprivacy/m.py").write_text(CURRENT["docstrings, comments and blank lines"])
+    assert FP.check_sources(sources, None, tmp_path) == (False, "flprivacy/m.py changed since the run")
+    assert FP.check_sources(sources, {k: v for k, v in units.items() if k != "flprivacy/m.py"}, tmp_path)[0] is False
+    assert FP.check_sources(sources, units, tmp_path) == (True, "")
+    assert FP.source_units("def broken(:\n") is None
+    (tmp_path / "flprivacy/m.py").write_text("def broken(:\n")
+    assert FP.check_sources(sources, units, tmp_path) == (False, "flprivacy/m.py changed since the run (it no "
+                                                                 "longer parses)")
+    (tmp_path / "flprivacy/m.py").unlink()
+    assert FP.check_sources(sources, units, tmp_path) == (False, "flprivacy/m.py removed since the run")
+
+
+def test_units_are_recorded_at_the_first_read_with_the_file_hash(tmp_path, monkeypatch):
+    """A command fingerprints each file when it first sees it (at its start): an edit made while it
+    runs changes neither the hash nor the units it saves."""
+    import flprivacy.experiments as E
+
+    import hashlib
+
+    path, broken = tmp_path / "flprivacy" / "m.py", tmp_path / "flprivacy" / "broken.py"
+    path.parent.mkdir()
+    path.write_text(BASE)
+    broken.write_text("def broken(:\n")
+    monkeypatch.setattr(E, "_imported_library_files", lambda: {"flprivacy/broken.py": str(broken),
+                                                                "flprivacy/m.py": str(path)})
+    E._fingerprint.cache_clear()
+    first = E.library_sources()
+    path.write_text(STALE["changed function body"][0])
+    assert E.library_sources() == first
+    assert first["flprivacy/m.py"] == hashlib.sha256(BASE.encode()).hexdigest()[:16]
+    assert E.library_source_units() == {"flprivacy/m.py": FP.source_units(BASE)}  # broken.py: its hash decides
+    E._fingerprint.cache_clear()
+    assert E.library_source_units() == {"flprivacy/m.py": FP.source_units(STALE["changed function body"][0])}
+    E._fingerprint.cache_clear()
+
+
+def test_status_judges_a_new_record_by_its_units(tmp_path, monkeypatch):
+    """On the real library: a record with ``source_units`` is current while they match, whatever its
+    whole-file hashes say, and names the unit that changed; save_result writes them."""
+    import flprivacy.experiments as E
+
+    import flprivacy.experiments.part3_table1  # noqa: F401
+    sources, units = E.library_sources(), E.library_source_units()
+    fed = units["flprivacy/federation.py"]
+    assert " run_fedavg=" in fed and FP.decode_units(fed)[0]["run_fedavg"] in fed
+    stale_files = dict(sources, **{"flprivacy/federation.py": "0" * 16})
+    _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc", "sources": stale_files,
+                                  "source_units": units})
+    assert R.status(JOB) == (True, "current")
+    digest = FP.decode_units(fed)[0]["run_fedavg"]
+    changed = {**units, "flprivacy/federation.py": fed.replace(f"run_fedavg={digest}", "run_fedavg=" + "0" * 12)}
+    _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc", "sources": sources,
+                                  "source_units": changed})
+    assert R.status(JOB) == (False, "flprivacy/federation.py:run_fedavg changed since the run")
+    monkeypatch.setattr(E, "result_path", lambda name, scale_=None: tmp_path / "saved.json")
+    saved = json.loads(E.save_result("x", {}, seeds=[0]).read_text())
+    assert saved["source_units"]["flprivacy/federation.py"] == units["flprivacy/federation.py"]
+
+
+def test_units_of_every_library_file_ignore_docstrings_and_layout():
+    """On the real library: rewriting every docstring and the whole layout (``ast.unparse``) keeps
+    every unit's hash, and a record of the tree as it is now is current."""
+    import ast
+    from pathlib import Path
+
+    src = Path(FP.__file__).resolve().parents[2]
+    files = sorted(p.relative_to(src).as_posix() for p in (src / "flprivacy").rglob("*.py"))
+    assert len(files) > 50
+    for rel in files:
+        text = (src / rel).read_text()
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            for stmt in body if isinstance(body, list) else []:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                    stmt.value.value = "rewritten: " + stmt.value.value[::-1]
+        assert FP.source_units(ast.unparse(tree)) == FP.source_units(text), rel
+    sources = {rel: FP._sha(src / rel) for rel in files}
+    units = {rel: FP.source_units((src / rel).read_bytes()) for rel in files}
+    assert FP.check_sources(sources, units, src) == (True, "")

@@ -195,15 +195,18 @@ def source_hash(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-_source_hash = functools.lru_cache(maxsize=None)(source_hash)  # a run hashes each file once, as first seen
+@functools.lru_cache(maxsize=None)  # a run fingerprints each file once, as first seen
+def _fingerprint(path: str) -> tuple[str, str | None]:
+    """A file's whole-file hash (:func:`source_hash`) and its units (``fingerprint.source_units``;
+    None when it does not parse), both of the bytes read once, now."""
+    from .fingerprint import source_units
+
+    data = Path(path).read_bytes()
+    return hashlib.sha256(data).hexdigest()[:16], source_units(data)
 
 
-def library_sources() -> dict[str, str]:
-    """The library's source files this process has imported, as ``{"flprivacy/<path>.py": sha}``
-    (SHA-256, 16 hex digits). Each file is hashed the first time this function sees it: at the
-    start of a command (:func:`started_as_command`) for what was imported then, at the save for
-    what the run imported later. ``python -m flprivacy.experiments.reproduce`` compares them with the
-    files now, so that a result stays current until a file it ran changes."""
+def _imported_library_files() -> dict[str, str]:
+    """``{"flprivacy/<path>.py": absolute path}`` of the library files this process has imported."""
     pkg = Path(__file__).resolve().parents[1]
     out = {}
     for name, mod in list(sys.modules.items()):
@@ -212,8 +215,35 @@ def library_sources() -> dict[str, str]:
             continue
         path = Path(f).resolve()
         if path.is_relative_to(pkg) and path.is_file():
-            out[path.relative_to(pkg.parent).as_posix()] = _source_hash(str(path))
+            out[path.relative_to(pkg.parent).as_posix()] = str(path)
     return dict(sorted(out.items()))
+
+
+def library_sources() -> dict[str, str]:
+    """The library's source files this process has imported, as ``{"flprivacy/<path>.py": sha}``
+    (SHA-256, 16 hex digits). Each file is read and fingerprinted (this hash and its units, see
+    :func:`library_source_units`) the first time this function sees it: at the start of a command
+    (:func:`started_as_command`) for what was imported then, at the save for what the run imported
+    later. ``python -m flprivacy.experiments.reproduce`` compares them with the files now."""
+    return {rel: _fingerprint(path)[0] for rel, path in _imported_library_files().items()}
+
+
+def library_source_units() -> dict[str, str]:
+    """The units of the library files this process has imported (read when :func:`library_sources`
+    first saw each file), as ``{"flprivacy/<path>.py": "name=hash name=hash ..."}``: the names the
+    file's top-level statements bind, in order, each with a hash of its syntax without docstrings
+    and layout where it is first bound (one per definition, import or assignment, and
+    ``<module>`` for the other top-level statements). A file that does not
+    parse is left out (its whole-file hash in ``sources`` decides). ``python -m
+    flprivacy.experiments.reproduce`` keeps a result current while every recorded unit is
+    unchanged and every unit added since cannot be reached by the recorded code (see the module
+    ``flprivacy.experiments.fingerprint``)."""
+    out = {}
+    for rel, path in _imported_library_files().items():
+        units = _fingerprint(path)[1]
+        if units is not None:
+            out[rel] = units
+    return out
 
 
 def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: str | None = None) -> Path:
@@ -222,7 +252,8 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
     The record holds the command actually run (:func:`run_command`), the scale, the seeds, the
     UTC date and time, the library version, the git commit, the machine, the run's cost so far
     (:func:`runtime`; a resumable run records the cost of its last invocation) and the hash of
-    every library file the run imported (:func:`library_sources`). A quick-scale run
+    every library file the run imported (:func:`library_sources`) with the hashes of its top-level
+    units (:func:`library_source_units`). A quick-scale run
     writes ``<name>_quick.json`` and never touches the paper-scale file.
 
     Args:
@@ -248,6 +279,7 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
         "machine": machine(),
         "runtime": runtime(),
         "sources": library_sources(),
+        "source_units": library_source_units(),
         "data": data,
     }
     path.write_text(json.dumps(record, indent=1) + "\n")
@@ -286,4 +318,4 @@ def started_as_command(argv: Sequence[str] | None = None) -> bool:
 
 if started_as_command():
     git_commit()  # the commit of the code this run imported (see git_commit)
-    library_sources()  # and the files it imported so far, hashed now
+    library_sources()  # and the files it imported so far, hashed (whole and by unit) now

@@ -16,8 +16,14 @@ records are those of the working tree now (so a change to a chapter or a README 
 invalidate anything, a change to the library does); a file that records the hashes of the
 library files its run imported (``sources``, every file written since they were recorded) is
 current while those files are unchanged, so a change to the image attacks does not invalidate
-Part II. Every other command runs, each in its own
-process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
+Part II. A file that also records each of those files' top-level units (``source_units``: one
+hash per function, class, import and assignment, without docstrings, comments and layout, and
+one for the remaining top-level statements) is judged unit by unit: it stays current while every
+recorded unit keeps its hash and its order, and every unit added since only binds a new name
+that the recorded code never refers to (a docstring edit or a new function leaves it current; a
+changed function body, default argument, constant or import, or a removed function, makes it
+stale; the rule and its limits are in ``flprivacy.experiments.fingerprint``). Every other
+command runs, each in its own process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
 others go on. Interrupt it at any time: finished files stay, and the next call resumes.
 
 The run's own record, ``book/results/reproduce.json`` (written after every finished command),
@@ -40,7 +46,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..config import SCALE_ENV, project_root
-from . import git_commit, positive_int, result_path, save_result, source_hash
+from . import git_commit, positive_int, result_path, save_result
 
 
 @dataclass(frozen=True)
@@ -142,15 +148,18 @@ def library_unchanged_since(commit: str) -> bool:
         return False
 
 
-def sources_unchanged(sources: dict[str, str]) -> tuple[bool, str]:
-    """``(unchanged, first changed file)``: do the library files a run imported (its record's
-    ``sources``, :func:`flprivacy.experiments.library_sources`) still have the same content?"""
-    src = Path(__file__).resolve().parents[2]
-    for rel, sha in sources.items():
-        path = src / rel
-        if not path.is_file() or source_hash(path) != sha:
-            return False, rel
-    return True, ""
+def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] | None = None
+                      ) -> tuple[bool, str]:
+    """``(unchanged, what changed)``: is the library code a run imported (its record's ``sources``
+    and ``source_units``, :func:`flprivacy.experiments.library_sources`) still the code of the
+    working tree? A file with recorded units is compared unit by unit (``check_sources`` of
+    ``flprivacy.experiments.fingerprint``), e.g. ``"flprivacy/optimum.py:tuned_local_models
+    changed since the run"``; a file without (a record written before units were recorded, or a
+    file that did not parse) by its whole-file hash, e.g. ``"flprivacy/optimum.py changed since the
+    run"``."""
+    from .fingerprint import check_sources
+
+    return check_sources(sources, units, Path(__file__).resolve().parents[2])
 
 
 def _without_jobs(command: str) -> str:
@@ -184,8 +193,9 @@ def status(job: Job) -> tuple[bool, str]:
     if _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
         return False, f"file made by another command: {record.get('command')!r}"
     if isinstance(record.get("sources"), dict) and record["sources"]:
-        same, changed = sources_unchanged(record["sources"])
-        return (True, "current") if same else (False, f"{changed} changed since the run")
+        units = record.get("source_units")
+        same, changed = sources_unchanged(record["sources"], units if isinstance(units, dict) else None)
+        return (True, "current") if same else (False, changed)
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
     return True, "current"

@@ -1,0 +1,62 @@
+"""Plausible bugs in the rule that decides whether a result file is current
+(flprivacy.experiments.fingerprint, reproduce's status): each would call a file current after an
+edit that can change its numbers, or stale after one that cannot.
+
+    python tools/mutation.py tests/mutants/fingerprint.py
+"""
+
+import sys
+
+from tools.mutation import Mutant
+
+FP = "src/flprivacy/experiments/fingerprint.py"
+EXP = "src/flprivacy/experiments/__init__.py"
+REP = "src/flprivacy/experiments/reproduce.py"
+
+TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "tests/test_reproduce.py"]
+
+MUTANTS = [
+    Mutant("removed_units_ignored", FP, "if name not in cur or _digest(cur[name]) != digest:",
+           "if name in cur and _digest(cur[name]) != digest:", "a removed function or import keeps the file current"),
+    Mutant("nested_docstrings_kept", FP, "    for node in ast.walk(tree):\n        for field in",
+           "    for node in (tree, *tree.body):\n        for field in",
+           "only module- and top-level docstrings are stripped: a nested docstring edit makes files stale"),
+    Mutant("line_numbers_hashed", FP, 'text = "\\n".join(ast.dump(n) for n in nodes)',
+           'text = "\\n".join(ast.dump(n, include_attributes=True) for n in nodes)',
+           "a blank line moves every later unit: layout edits make files stale"),
+    Mutant("added_units_not_checked_for_import_effects", FP,
+           "if name == MODULE or not _inert(cur[name], rel, sources, root, lazy):", "if name == MODULE:",
+           "a new decorated function (a registry) or a constant drawn at import counts as harmless"),
+    Mutant("added_module_statement_harmless", FP,
+           "if name == MODULE or not _inert(cur[name], rel, sources, root, lazy):",
+           "if not _inert(cur[name], rel, sources, root, lazy):",
+           "a new top-level statement (not a definition) counts as harmless"),
+    Mutant("builtin_shadowing_ignored", FP,
+           "if name in mentioned or name in _global_names([n for u in keep for n in cur[u]]):",
+           "if name in mentioned:", "a new function named like a builtin the run called counts as harmless"),
+    Mutant("cross_file_lookups_ignored", FP,
+           "if name in mentioned or name in _global_names([n for u in keep for n in cur[u]]):",
+           "if name in _global_names([n for u in keep for n in cur[u]]):",
+           "a new function another file looks up by name (getattr, hasattr) counts as harmless"),
+    Mutant("order_ignored", FP, "if not _is_subsequence(recorded_order, order):",
+           "if False:", "moving an assignment past another that reads it keeps the file current"),
+    Mutant("twice_bound_keeps_last", FP, "units.setdefault(name, []).append(node)", "units[name] = [node]",
+           "a name bound twice: an edit of the first binding is not seen"),
+    Mutant("import_line_as_one_unit", FP,
+           "ast.ImportFrom(module=stmt.module, names=[a], level=stmt.level))", "stmt)",
+           "adding a name to an existing import line makes every name on it stale"),
+    Mutant("whole_file_rule_dropped", FP, "            if now != sha:\n", "            if False:\n",
+           "an old record (no units) is current whatever its files became"),
+    Mutant("unrecorded_library_import_harmless", FP,
+           "ok = files is not None and all(f in recorded or not (root / f).is_file() for f in files)",
+           "ok = files is not None", "a new import of a library module the run never imported counts as harmless"),
+    Mutant("star_import_ignored", FP, "    if exports and reads_all:\n", "    if False:\n",
+           "a changed __all__ counts as harmless even for a file that star-imports it"),
+    Mutant("fingerprint_read_at_save", EXP, "@functools.lru_cache(maxsize=None)  # a run fingerprints",
+           "# a run fingerprints", "the units are read again at the save: an edit made during a run is recorded"),
+    Mutant("status_ignores_units", REP,
+           'same, changed = sources_unchanged(record["sources"], units if isinstance(units, dict) else None)',
+           'same, changed = sources_unchanged(record["sources"], None)',
+           "new records are judged by whole files: every docstring edit makes them stale"),
+]
