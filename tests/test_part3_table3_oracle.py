@@ -86,3 +86,24 @@ def test_dp_oracle_sigma_grows_with_the_oracles_epochs():
     s20, s200 = (tuned_local_models(model, data, epochs=e, batch_size=8, n_trials=1, batch=1, dp=dp)[0].noise_multiplier
                  for e in (2, 20))
     assert s200 > s20 > 0
+
+
+def test_ledger_reason_reads_the_dp_oracle_file(monkeypatch):
+    """Table 3's Model-w-O reason states the three oracles' means and their distances to the
+    paper's value, computed from the file (not typed); "" for a task without the file."""
+    from flprivacy.ledger import diana_aia
+
+    assert diana_aia.DP_ORACLE_FILES == {t: n for t, (_, n) in part3_table3_controls.ORACLE_TASKS.items()}
+
+    def seed(o, a, d):
+        return {"ours": {"accuracy": o}, "authors": {"accuracy": a},
+                "authors, DP": {"accuracy": d, "noise_multiplier": [13.0, 15.0]}}
+
+    rec = {"data": {"task": "Medical", "target_epsilon": 1.0, "authors_oracle": {"epochs": 200},
+                    "per_seed": [seed(99.0, 97.0, 95.0), seed(98.0, 96.0, 94.0)]}}
+    monkeypatch.setattr(diana_aia, "record_or_none", lambda name: rec if name == "part3_table3_controls_oracle" else None)
+    text = diana_aia.dp_oracle_controls_reason("Medical", 94.30)
+    assert "2 seeds" in text and "98.50" in text and "96.50" in text and "94.50" in text and "σ = 14.00" in text
+    assert "0.20 p.p. from the paper's 94.30 against ours' 4.20" in text and "200 epochs" in text
+    assert diana_aia.dp_oracle_controls_reason("Income-A", 58.53) == ""
+    assert diana_aia.dp_oracle_controls_reason("Income-L", 79.33) == ""
