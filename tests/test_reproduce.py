@@ -257,12 +257,17 @@ STALE = {
                                               "flprivacy/m.py:g added"),
     "added constant drawn at import": (BASE + "\nNOISE = math.sin(RATE)\n", "flprivacy/m.py:NOISE added"),
     "added top-level statement": (BASE + "\nmath.pi = 3\n", "flprivacy/m.py:<module> added"),
+    "added star import": (BASE.replace("import math\n", "import math\nfrom os.path import *\n"),
+                          "flprivacy/m.py:<module> added"),
     "added import of a library file the run did not import":
         (BASE.replace("import math\n", "import math\nfrom . import unused\n"), "flprivacy/m.py:unused added"),
+    "added class another file names in an annotation": (BASE + "\n\nclass Shape:\n    pass\n",
+                                                         "flprivacy/m.py:Shape added"),
     "added module __getattr__": (BASE + "\n\ndef __getattr__(name):\n    return 1\n", "flprivacy/m.py:__getattr__"),
     "reordered top-level statements": (BASE.replace("RATE = 0.5\n", "") + "\nRATE = 0.5\n", "reordered"),
 }
-OTHER = {"flprivacy/other.py": "from . import m\n\n\ndef pick():\n    return getattr(m, 'shift_all', None)\n",
+OTHER = {"flprivacy/other.py": "from __future__ import annotations\n\nfrom . import m\n\n\n"
+                               "def pick(s: Shape):\n    return getattr(m, 'shift_all', None)\n",
          "flprivacy/unused.py": "STATE = 1\n"}
 
 
@@ -291,12 +296,23 @@ def test_a_name_bound_twice_keeps_both_bindings_and_their_order(tmp_path):
     assert _after(tmp_path, two, "X = 1\nY = 2\nZ = 0\nX = 3\n") == (True, "")
 
 
+def test_code_that_lists_a_namespace_makes_any_added_unit_count(tmp_path):
+    lister = {"flprivacy/other.py": "from . import m\n\n\ndef names():\n    return sorted(vars(m))\n"}
+    added = BASE + "\n\ndef g():\n    return 1\n"
+    assert _after(tmp_path, BASE, added) == (True, "")
+    current, why = _after(tmp_path, BASE, added, lister)
+    assert not current and "flprivacy/m.py:g added" in why and "lists a namespace" in why
+
+
 def test_all_matters_only_to_a_star_import(tmp_path):
     text = "__all__ = ['f']\n\n\ndef f():\n    return 1\n"
     grown = text.replace("['f']", "['f', 'g']") + "\n\ndef g():\n    return 2\n"
     assert _after(tmp_path, text, grown) == (True, "")
     star = {"flprivacy/other.py": "from .m import *\n"}
     assert not _after(tmp_path, text, grown, star)[0]
+    shrunk = text.replace("['f']", "[]")  # no unit added: the changed __all__ alone decides
+    assert _after(tmp_path, text, shrunk) == (True, "")
+    assert _after(tmp_path, text, shrunk, star) == (False, "flprivacy/m.py:__all__ changed since the run")
 
 
 def test_old_records_and_unparsable_files_keep_the_whole_file_rule(tmp_path):

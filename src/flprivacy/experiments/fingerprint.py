@@ -18,8 +18,10 @@ comments or layout. ``python -m flprivacy.experiments.reproduce`` calls the resu
   annotations, bases or class-level values except a few pure builtins; a constant; an import
   of a module outside the library or of a library file the run imported), its name is not a
   dunder, and the recorded code of the run never names it (a global or builtin name looked up
-  in that file, or, in any recorded file, an attribute, an imported name or a string with its
-  spelling), so nothing the run executed can reach it.
+  in that file, or, in any recorded file, an attribute, an imported name, a name in an
+  annotation or a string with its spelling, and no recorded code lists a namespace with ``vars``,
+  ``dir``, ``globals``, ``locals``, ``getmembers`` or ``__dict__``), so nothing the run executed
+  can reach it.
 
 Everything that is not a top-level definition, import or assignment to plain names (``if``
 and ``try`` blocks, calls, assignments to attributes or items, ``del``, star imports) is one
@@ -30,8 +32,10 @@ do records written before units were recorded (their ``sources`` alone).
 
 What the rule cannot see: a name looked up by a string built at run time (``getattr(m, f"x_{k}",
 default)``), code that reads docstrings (``__doc__``) to compute numbers, a base class that
-registers its subclasses, and the order in which modules are first imported; the library does
-none of these in the code of its experiments.
+registers its subclasses (``__init_subclass__``), and the order in which modules are first
+imported; the library does none of these in the code of its experiments. Hashes are of the
+syntax tree of the Python that runs the check: under another Python version every unit may
+read as changed (stale, never wrongly current).
 """
 
 from __future__ import annotations
@@ -303,18 +307,41 @@ def _global_names(nodes: list[ast.AST]) -> set[str]:
     return out
 
 
+ENUMERATES = "<enumerates>"
+"""Marks recorded code that lists a namespace (``vars``, ``dir``, ``globals``, ``locals``,
+``getmembers``, ``__dict__``): a name added anywhere could appear in what it lists."""
+
+
 def _mentions(nodes: list[ast.AST]) -> set[str]:
-    """Names another file may reach a module's attribute by: attributes, imported names, and
-    strings spelled like an identifier."""
+    """Names another file may reach a module's attribute by: attributes, imported names, strings
+    spelled like an identifier, and names in annotations (``typing.get_type_hints`` resolves them,
+    though symtable does not see them under ``from __future__ import annotations``); plus
+    :data:`ENUMERATES` where the code lists a namespace."""
     out: set[str] = set()
     for node in nodes:
+        lookups = set()  # ``globals()["x"]``, ``obj.__dict__["x"]``: a look-up of one name, not a listing
+        for n in ast.walk(node):
+            if (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant)
+                    and isinstance(n.slice.value, str)):
+                inner = n.value.func if isinstance(n.value, ast.Call) and not n.value.args else n.value
+                lookups.add(id(inner))
         for n in ast.walk(node):
             if isinstance(n, ast.Attribute):
                 out.add(n.attr)
+                if n.attr in ("__dict__", "getmembers") and id(n) not in lookups:
+                    out.add(ENUMERATES)
             elif isinstance(n, ast.alias):
                 out.add(n.name.split(".")[-1])
             elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
                 out.add(n.value)
+            elif (isinstance(n, ast.Name) and n.id in ("vars", "dir", "globals", "locals", "getmembers")
+                  and id(n) not in lookups):
+                out.add(ENUMERATES)
+            annotations = ([n.annotation] if isinstance(n, (ast.arg, ast.AnnAssign)) else
+                           [n.returns] if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else [])
+            for a in annotations:
+                if a is not None:
+                    out.update(x.id for x in ast.walk(a) if isinstance(x, ast.Name))
     return out
 
 
@@ -410,6 +437,8 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
             return False, f"{rel}:{name} added since the run (a module attribute Python itself reads)"
         if name == MODULE or not _inert(cur[name], rel, sources, root, lazy):
             return False, f"{rel}:{name} added since the run, and it runs code at import"
+        if ENUMERATES in mentioned:
+            return False, f"{rel}:{name} added since the run, and the run's code lists a namespace (vars, dir, ...)"
         if name in mentioned or name in _global_names([n for u in keep for n in cur[u]]):
             return False, f"{rel}:{name} added since the run, and the run's code refers to that name"
     return True, ""
