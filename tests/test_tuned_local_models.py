@@ -194,3 +194,30 @@ def test_dp_oracle_bad_inputs_name_the_argument():
     for bad in (-1.0, float("nan"), "1"):
         with pytest.raises(ValueError, match="noise_multiplier"):
             tuned_local_models(model, _clients(), epochs=1, n_trials=1, dp=_dp(), noise_multiplier=bad)
+
+
+def test_dp_oracle_settings_are_opacus_dptrainers():
+    """The authors' DPTrainer as Opacus builds it (make_private_with_epsilon on torch.optim.Adam, a
+    shuffled DataLoader of batch size B, epochs = the oracle's): the same σ, Poisson rate
+    1/⌈S_c/B⌉ and expected batch size ⌊S_c q⌋ as the DP oracle (real Opacus, not our reading)."""
+    import warnings
+
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    model = mlp(3, 4, dtype=torch.float64)
+    data = _clients((23,))[0]
+    B, epochs = 4, 6
+    res = tuned_local_models(model, [data], epochs=epochs, batch_size=B, n_trials=1, batch=1, seed=0,
+                             dp=_dp(clip=1.0, eps=2.0, delta=1e-4))
+    module = model.to_module(model.init_params(0)).train()
+    opt = torch.optim.Adam(module.parameters(), lr=0.1, weight_decay=1e-3)
+    loader = DataLoader(TensorDataset(data.X, data.y), batch_size=B, shuffle=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, dp_opt, dp_loader = PrivacyEngine(accountant="rdp").make_private_with_epsilon(
+            module=module, optimizer=opt, data_loader=loader, target_epsilon=2.0, target_delta=1e-4, epochs=epochs,
+            max_grad_norm=1.0)
+    K = -(-data.n // B)
+    assert res[0].noise_multiplier == pytest.approx(dp_opt.noise_multiplier, rel=1e-12)
+    assert dp_loader.sample_rate == pytest.approx(1 / K) and dp_opt.expected_batch_size == int(data.n * (1 / K))
