@@ -10,9 +10,9 @@ comments or layout. ``python -m flprivacy.experiments.reproduce`` calls the resu
 * every recorded unit still exists with the same hash (a changed or removed definition, default
   argument, constant or import target makes the file stale; a docstring, comment or blank-line
   edit does not);
-* the recorded units keep their order (``"<order>"``: the sequence of the names bound by the
-  top-level statements, which must remain a subsequence of today's: adding statements anywhere
-  is fine, moving or interleaving them is not);
+* the recorded units keep their order (the sequence of the names the top-level statements
+  bind must remain a subsequence of today's: adding statements anywhere is fine, moving or
+  interleaving them is not);
 * every unit added since is *inert* and *unreferenced*: its statements do nothing at import
   but bind its name (a function or class without calls in its decorators, defaults, evaluated
   annotations, bases or class-level values except a few pure builtins; a constant; an import
@@ -33,7 +33,9 @@ do records written before units were recorded (their ``sources`` alone).
 What the rule cannot see: a name looked up by a string built at run time (``getattr(m, f"x_{k}",
 default)``), code that reads docstrings (``__doc__``) to compute numbers, a base class that
 registers its subclasses (``__init_subclass__``), and the order in which modules are first
-imported; the library does none of these in the code of its experiments. Hashes are of the
+imported. In the library the only look-up by a run-time string is ``flower_deploy``'s
+``getattr(flprivacy, name)`` of the function a message names; no code computes a number from a
+docstring or registers subclasses. Hashes are of the
 syntax tree of the Python that runs the check: under another Python version every unit may
 read as changed (stale, never wrongly current).
 """
@@ -41,7 +43,6 @@ read as changed (stale, never wrongly current).
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import hashlib
 import symtable
@@ -50,7 +51,6 @@ from pathlib import Path
 
 MODULE = "<module>"
 """The unit of every top-level statement that is not a definition, import or name assignment."""
-
 
 HEX = 12
 """Hex digits of a unit's hash (48 bits: a changed unit keeps its hash with probability 2^-48)."""
