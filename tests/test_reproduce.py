@@ -397,3 +397,34 @@ def test_units_of_every_library_file_ignore_docstrings_and_layout():
     sources = {rel: FP._sha(src / rel) for rel in files}
     units = {rel: FP.source_units((src / rel).read_bytes()) for rel in files}
     assert FP.check_sources(sources, units, src) == (True, "")
+
+
+def test_the_rule_on_a_copy_of_the_library(tmp_path):
+    """On real code: a reworded docstring of optimum.tuned_local_models and a new function leave a
+    record of the files Table 1's command imports current; one more statement in its body does not."""
+    import ast
+    import shutil
+    from pathlib import Path
+
+    from flprivacy.experiments import results_dir
+
+    src = Path(FP.__file__).resolve().parents[2]
+    shutil.copytree(src / "flprivacy", tmp_path / "flprivacy", ignore=shutil.ignore_patterns("__pycache__"))
+    recorded = json.loads((results_dir() / "part3_table1_medical.json").read_text())["sources"]
+    files = [rel for rel in recorded if (tmp_path / rel).is_file()]  # the files Table 1's run imported
+    assert "flprivacy/optimum.py" in files and len(files) > 20
+    sources = {rel: FP._sha(tmp_path / rel) for rel in files}
+    units = {rel: FP.source_units((tmp_path / rel).read_bytes()) for rel in files}
+    path = tmp_path / "flprivacy" / "optimum.py"
+    text = path.read_text()
+    fn = next(n for n in ast.parse(text).body if getattr(n, "name", "") == "tuned_local_models")
+    lines = text.splitlines(keepends=True)
+    doc = fn.body[0]
+    assert isinstance(doc, ast.Expr) and isinstance(doc.value.value, str)
+    reworded = [*lines[:doc.lineno - 1], '    """Reworded."""\n', *lines[doc.end_lineno:]]
+    path.write_text("".join(reworded) + "\n\ndef an_added_helper(x):\n    return x + 1\n")
+    assert FP.check_sources(sources, units, tmp_path) == (True, "")
+    body = fn.body[1]
+    path.write_text("".join([*lines[:body.lineno - 1], " " * body.col_offset + "pass\n", *lines[body.lineno - 1:]]))
+    assert FP.check_sources(sources, units, tmp_path) == (False, "flprivacy/optimum.py:tuned_local_models changed "
+                                                                 "since the run")
