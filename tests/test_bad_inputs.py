@@ -116,6 +116,9 @@ SKIP: dict[str, str] = {
     "attacks.gradient_aia.GradientObjective": "the internal objective of gradient_aia, which is covered",
     "attacks.gradient_aia.InputRelaxationObjective": "the internal objective of gradient_aia(relaxation='input'), "
                                                       "which is covered",
+    "attacks.gradient_aia.AnalyticInputObjective": "the internal objective of gradient_aia(relaxation='input') for "
+                                                    "an MLP, which is covered; it refuses other models and soft samples "
+                                                    "(tests/test_gradient_aia_relaxation.py)",
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
     "config.project_root": "takes no arguments",

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from flprivacy import ClientData, LocalSGD, mlp, run_fedavg
-from flprivacy.attacks.gradient_aia import (GradientAIAResult, GradientObjective, InputRelaxationObjective,
+from flprivacy import ClientData, LocalSGD, linear_regression, mlp, run_fedavg
+from flprivacy.attacks.gradient_aia import (AnalyticInputObjective, GradientAIAResult, GradientObjective,
+                                            InputRelaxationObjective,
                                             gradient_aia)
 from flprivacy.config import generator
 from flprivacy.data.attributes import SensitiveAttribute
@@ -19,9 +20,9 @@ from flprivacy.data.attributes import SensitiveAttribute
 N, P, H = 20, 4, 5
 
 
-def _problem(attribute: SensitiveAttribute, seed: int = 3):
+def _problem(attribute: SensitiveAttribute, seed: int = 3, arch: str = "mlp"):
     torch.manual_seed(0)
-    net = mlp(P, H, dtype=torch.float64)
+    net = mlp(P, H, dtype=torch.float64) if arch == "mlp" else linear_regression(P, dtype=torch.float64)
     g = generator(seed)
     X = torch.randn(N, P, generator=g, dtype=torch.float64)
     cols = list(attribute.columns)
@@ -107,14 +108,16 @@ def _replay_sigmoid(net, msgs, X, y, att, lrs):
     return (ell0 - lrs.view(-1, 1) * a.grad > 0).long(), (ell0 > 0).long(), (ell0, a.grad)
 
 
+@pytest.mark.parametrize("arch", ["mlp", "linear"])
 @pytest.mark.parametrize("sampler", ["softmax", "sigmoid"])
-def test_gradient_aia_input_iteration_is_autograd_on_the_logits(sampler):
+def test_gradient_aia_input_iteration_is_autograd_on_the_logits(sampler, arch):
     """One SGD iteration of gradient_aia(relaxation="input") = autograd from the logits through the
     straight-through Gumbel sample (g = -log(-log u), τ = 1), the input x̃ and the model, for
     learning rates around the scale at which attributes flip, with our softmax sampler and the
-    authors' sigmoid one; the mixture differs."""
+    authors' sigmoid one; the mixture differs. The MLP runs the hand-written derivative
+    (AnalyticInputObjective), the linear model autograd (InputRelaxationObjective)."""
     att = SensitiveAttribute.binary(1)
-    net, X, y, msgs = _problem(att, seed=5)
+    net, X, y, msgs = _problem(att, seed=5, arch=arch)
     K, rounds = 6, msgs.rounds[:3].tolist()
     replay = _replay_softmax if sampler == "softmax" else _replay_sigmoid
     _, _, (margin, step) = replay(net, msgs, X, y, att, torch.ones(1))
@@ -153,3 +156,60 @@ def test_relaxation_is_checked_and_kept_by_merge():
     assert c.sampler == "sigmoid" and GradientAIAResult.merge(c, c).sampler == "sigmoid"
     with pytest.raises(ValueError, match="sampler"):
         GradientAIAResult.merge(b, c)
+
+
+def _messages(net, X, y):
+    clients = [ClientData(X, y), ClientData(X.flip(0), y.flip(0))]
+    return run_fedavg(net, clients, rounds=5, local=LocalSGD(lr=0.05, epochs=1, batch_size=5), seed=1).log.client_messages(0)
+
+
+@pytest.mark.parametrize("loss", ["mse", "bce"])
+@pytest.mark.parametrize("att", [SensitiveAttribute.binary(1), SensitiveAttribute.one_hot([1, 2, 3])],
+                         ids=["binary", "one-hot"])
+@pytest.mark.parametrize("cache_mb", [64, 0], ids=["cached", "recomputed"])
+def test_analytic_input_derivative_is_autograd(loss, att, cache_mb):
+    """AnalyticInputObjective (the hand-written derivative gradient_aia runs for an MLP) against
+    InputRelaxationObjective (autograd through the input, itself checked against FLModel.grad above):
+    the same objective and cosine, and the same differences ∂/∂Z_ic - ∂/∂Z_i0 (all the softmax's
+    straight-through step uses), at one-hot samples, over several chunks of rounds, in float64."""
+    torch.manual_seed(0)
+    net = mlp(P, H, loss=loss, dtype=torch.float64)
+    g = generator(3)
+    X = torch.randn(N, P, generator=g, dtype=torch.float64)
+    X[:, list(att.columns)] = att.candidates[torch.randint(att.n_values, (N,), generator=g)].double()
+    y = torch.randn(N, generator=g, dtype=torch.float64) if loss == "mse" else (torch.rand(N, generator=g) > 0.5).double()
+    msgs = _messages(net, X, y)
+    C, K = att.n_values, 4
+    sets = [torch.arange(5), torch.tensor([1, 3]), torch.tensor([4])]
+    set_of_config = torch.tensor([0, 1, 2, 0])
+    Z = torch.nn.functional.one_hot(torch.randint(C, (K, N), generator=g), C).double()
+    W = Z.permute(0, 2, 1).reshape(K, C * N) / N
+    ref = InputRelaxationObjective(net, msgs.sent, msgs.pseudo_gradients, X, y, att, sets)
+    fast = AnalyticInputObjective(net, msgs.sent, msgs.pseudo_gradients, X, y, att, sets, cache_mb,
+                                  chunk_elems=N * 40)
+    assert fast.cache == (cache_mb > 0) and max(len(fast._chunks(grp)) for grp in fast.groups) > 1
+    for _ in range(2):  # the second evaluation reads the cached (or recomputes the) per-round statistics
+        o_ref, c_ref, d_ref = ref.evaluate(W, torch.arange(K), set_of_config)
+        o_fast, c_fast, d_fast = fast.evaluate(W, torch.arange(K), set_of_config)
+        assert torch.allclose(o_fast, o_ref, rtol=1e-12, atol=1e-12)
+        assert torch.allclose(c_fast, c_ref, rtol=1e-12, atol=1e-12)
+        d_ref = d_ref.view(K, C, N)
+        assert torch.allclose(d_fast.view(K, C, N), d_ref - d_ref[:, :1], rtol=1e-9, atol=1e-12)
+        assert (d_ref - d_ref[:, :1]).abs().max() > 1e-3  # not a trivially zero derivative
+
+
+def test_analytic_input_applies_to_the_papers_mlp_only():
+    att = SensitiveAttribute.binary(1)
+    X = torch.randn(N, P, dtype=torch.float64)
+    X[:, 1] = (X[:, 1] > 0).double()
+    assert AnalyticInputObjective.applies(mlp(P, H), X, att)
+    assert not AnalyticInputObjective.applies(linear_regression(P), X, att)
+    assert not AnalyticInputObjective.applies(mlp(P, H, n_outputs=2), X, att)
+    net = mlp(P, H, dtype=torch.float64)
+    msgs = _messages(net, X, torch.randn(N, dtype=torch.float64))
+    with pytest.raises(NotImplementedError, match="InputRelaxationObjective"):
+        AnalyticInputObjective(linear_regression(P), msgs.sent, msgs.pseudo_gradients, X, X[:, 0], att,
+                               [torch.arange(2)], 64)
+    obj = AnalyticInputObjective(net, msgs.sent, msgs.pseudo_gradients, X, X[:, 0], att, [torch.arange(2)], 64)
+    with pytest.raises(ValueError, match="one-hot"):
+        obj.evaluate(torch.full((1, 2 * N), 0.5 / N, dtype=torch.float64), torch.arange(1), torch.zeros(1, dtype=torch.long))

@@ -37,15 +37,17 @@ GRAD_LEARNING_RATES: tuple[float, ...] = (1e2, 1e3, 1e4, 1e5, 1e6)
 
 RELAXATIONS: tuple[str, ...] = ("mixture", "input")
 """How the virtual gradient depends on the relaxed attribute sample Z ``(n, C)`` (one-hot when hard):
-``"mixture"`` (ours, the default) ∇L = (1/n) Σ_i Σ_c Z_ic ∇ℓ(θ, x_i(c), y_i), a mixture of the
-per-sample gradients at each candidate value; ``"input"`` (the authors' fedkit-learn code) writes
-x̃_i = Σ_c Z_ic x_i(c) into the input and takes ∇L = (1/n) Σ_i ∇ℓ(θ, x̃_i, y_i). Both equal the
-gradient at the sampled attribute when Z is one-hot; their derivatives in Z differ."""
+``"mixture"`` (ours, this function's default) ∇L = (1/n) Σ_i Σ_c Z_ic ∇ℓ(θ, x_i(c), y_i), a mixture
+of the per-sample gradients at each candidate value; ``"input"`` (the authors' fedkit-learn code, and
+the book's reproduction of Diana et al.: :class:`flprivacy.experiments.part3_pipeline.AIASettings`)
+writes x̃_i = Σ_c Z_ic x_i(c) into the input and takes ∇L = (1/n) Σ_i ∇ℓ(θ, x̃_i, y_i). Both equal
+the gradient at the sampled attribute when Z is one-hot; their derivatives in Z differ."""
 
 SAMPLERS: tuple[str, ...] = ("softmax", "sigmoid")
-"""The ways to draw the Gumbel-softmax sample. ``"softmax"`` (ours, the default, Jang et al. 2017) C
+"""The ways to draw the Gumbel-softmax sample. ``"softmax"`` (this function's default, Jang et al. 2017) C
 logits per sample, one Gumbel draw each, softmax; ``"sigmoid"`` (the authors' fedkit-learn code for a
-binary attribute, C = 2) one logit ℓ per sample, one Gumbel draw G, sample sigmoid((ℓ + G)/τ),
+binary attribute, C = 2, and the book's reproduction of Diana et al.) one logit ℓ per sample, one
+Gumbel draw G, sample sigmoid((ℓ + G)/τ),
 hard value 1 when it exceeds 1/2, inferred value 1 when ℓ > 0. It is the softmax of the logits
 (0, ℓ) with one draw, so it is run as such with the first logit held at 0."""
 
@@ -277,7 +279,9 @@ class GradientObjective:
                     dW[rows] -= grad
         return obj, cos_sum, dW
 
-    def _chunk(self, st: dict, W: Tensor, want_grad: bool) -> tuple[Tensor, Tensor | None]:
+    def _virtual(self, st: dict, W: Tensor) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
+        """The virtual gradients of a chunk of rounds: (cos ``(R, K)``, ‖G‖ ``(R, K)``, ‖p‖ ``(R, 1)``,
+        each layer's block G)."""
         K, N = W.shape
         phi = st["phi"]
         R = phi.shape[1]
@@ -300,9 +304,15 @@ class GradientObjective:
         tiny = torch.finfo(self.dtype).tiny ** 0.5
         gnorm = nrm.sqrt().clamp_min(tiny)
         pn = st["pnorm"].unsqueeze(1).clamp_min(tiny)
-        cos = dot / (gnorm * pn)
+        return dot / (gnorm * pn), gnorm, pn, Gs
+
+    def _chunk(self, st: dict, W: Tensor, want_grad: bool) -> tuple[Tensor, Tensor | None]:
+        cos, gnorm, pn, Gs = self._virtual(st, W)
         if not want_grad:
             return cos, None
+        K, N = W.shape
+        phi = st["phi"]
+        R = phi.shape[1]
         # ∂cos/∂W_kj = g_j·(p/(|G||p|) - cos G/|G|²) = a φ_j - b (g_j·G), summed over the rounds
         a = 1.0 / (gnorm * pn)
         b = cos / gnorm**2
@@ -381,6 +391,144 @@ class InputRelaxationObjective:
         return obj, cos_sum, dW
 
 
+class AnalyticInputObjective(GradientObjective):
+    """:class:`InputRelaxationObjective` at hard samples, written out by hand for a one-hidden-layer
+    ReLU MLP with one output (:func:`flprivacy.models.mlp`, the model of Diana et al. §5.2) and the
+    squared-error or logistic loss: the same objective and cosine, and the same straight-through
+    step, at about the cost of the mixture (:class:`GradientObjective`, whose virtual gradients it
+    reuses) instead of a double backward pass through autograd.
+
+    Derivation. With a = W1 x + b1, e = w2 ⊙ 1[a > 0], o = w2·relu(a) + b2 and ℓ = ℓ(o, y), the
+    per-sample gradient is g(x) = ℓ'(o) ∇_θ o. For the objective Σ_t (1 - cos(G_t, p_t)) with
+    G = (1/n) Σ_i g(x̃_i), let v = ∂(1 - cos)/∂G = -(α p - β G), α = 1/(‖G‖‖p‖), β = cos/‖G‖², with
+    blocks (V1 | v_b1) and v2 = (v_w2 | v_b2). Sample i's derivative is that of f(x) = ⟨v, g(x)⟩ =
+    ℓ'(o) ȯ with ȯ = ⟨v, ∇_θ o⟩ = eᵀ(V1 x + v_b1) + v2·(relu(a), 1); since ReLU'' = 0,
+
+        ∇_x f · d = ℓ''(o) ȯ (e · W1 d) + ℓ'(o) Σ_h 1[a_h > 0] (v_w2,h (W1 d)_h + w2_h (V1 d)_h).
+
+    The relaxed input is x̃_i = Σ_c Z_ic x_i(c) and x_i(c) - x_i(0) = d_c is the same vector for
+    every sample (the attribute's columns set to candidate c minus candidate 0), so ∂/∂Z_ic -
+    ∂/∂Z_i0 = (1/n) Σ_t ∇_x f_i · d_c. Only these differences move the Gumbel-softmax logits (the
+    softmax backward removes any constant shared by a sample's candidates), so :meth:`evaluate`
+    returns them, with 0 at candidate 0: ∂/∂W equals :class:`InputRelaxationObjective`'s up to a
+    constant per (configuration, sample). Every term is a sum over rounds of a per-round row signal
+    times a per-(round, configuration) factor, so, like the mixture's derivative, it is a matrix
+    product over the rounds, computed for every candidate row and read at the sampled ones; the
+    largest, β eᵀ G1 x with G1 the first layer's block of G, has the size of the mixture's.
+
+    Only one-hot samples (what :func:`gradient_aia`'s iterations evaluate) are accepted.
+    """
+
+    def __init__(self, model: FLModel, sent: Tensor, pseudo: Tensor, X: Tensor, y: Tensor,
+                 attribute: SensitiveAttribute, set_positions: list[Tensor], max_cache_mb: float,
+                 chunk_elems: int = 2**22):
+        if not self.applies(model, X, attribute):
+            raise NotImplementedError("AnalyticInputObjective needs mlp(...) with one hidden ReLU layer, one output, "
+                                      "the 'mse' or 'bce' loss and an attribute set by fixed columns; use "
+                                      "InputRelaxationObjective.")
+        super().__init__(model, sent, pseudo, X, y, attribute, set_positions, max_cache_mb, chunk_elems, "outer")
+        self.loss_name = model.loss_name
+        self.F = X.shape[1]
+        self.d = (self.Xc.view(self.C, self.n, self.F)[1:, 0] - self.Xc[0]).contiguous()  # (C-1, F): x_i(c) - x_i(0)
+        H, N = self.stack.linears[0].n_out, self.Xc.shape[0]
+        self.per_round += (self.C - 1) * N * (2 * H + 2) + N * H  # kE, kh1, klin per candidate; S
+        rounds = sum(g.positions.numel() for g in self.groups)
+        self.cache = self.per_round * rounds * self.Xc.element_size() <= max_cache_mb * 2**20
+
+    @staticmethod
+    def applies(model: FLModel, X: Tensor, attribute: SensitiveAttribute) -> bool:
+        """Whether the hand-written derivative covers this model and attribute."""
+        try:
+            lay = LinearStack(model).layers
+        except NotImplementedError:
+            return False
+        if not (len(lay) == 3 and isinstance(lay[0], _Linear) and isinstance(lay[1], torch.nn.ReLU)
+                and isinstance(lay[2], _Linear) and lay[2].n_out == 1 and lay[0].b is not None
+                and lay[2].b is not None and model.loss_name in ("mse", "bce")):
+            return False
+        Xc = attribute.expand(X.to(model.dtype)).view(attribute.n_values, X.shape[0], X.shape[1])
+        diff = Xc - Xc[:1]
+        return bool((diff == diff[:, :1]).all())  # candidates differ by the same vector in every row
+
+    def _stats(self, pos: Tensor) -> dict:
+        """The mixture's per-round statistics plus the row signals of the input derivative, for
+        each candidate direction d_c (c ≥ 1): κ = ℓ'' (e · W1 d_c) times e ``(R·H, N)``, times
+        (relu(a), 1) ``(N, R·(H+1))`` and times eᵀ P1 x + p2·(relu(a), 1) ``(N, R)``; and
+        S = ℓ' 1[a > 0] ``(R·H, N)``."""
+        st = super()._stats(pos)
+        R, N = pos.numel(), self.Xc.shape[0]
+        l1, l2 = self.stack.linears
+        H, F = l1.n_out, self.F
+        th, p = self.sent[pos], self.pseudo[pos]
+        W1 = th[:, l1.w].view(R, H, F)
+        w2, b2 = th[:, l2.w], th[:, l2.b]
+        a = torch.baddbmm(th[:, l1.b].unsqueeze(1), self.Xc.expand(R, -1, -1), W1.transpose(1, 2))  # (R, N, H)
+        on = (a > 0).to(self.dtype)
+        h1 = torch.cat([a.clamp_min(0), torch.ones(R, N, 1, dtype=self.dtype)], -1)
+        o = (h1[..., :H] @ w2.unsqueeze(-1)).squeeze(-1) + b2
+        yc = self.yc.to(self.dtype)
+        if self.loss_name == "mse":  # ℓ = (o - y)²
+            lp, lpp = 2 * (o - yc), torch.full_like(o, 2.0)
+        else:  # logistic loss on the logit o
+            sg = torch.sigmoid(o)
+            lp, lpp = sg - yc, sg * (1 - sg)
+        e = on * w2.unsqueeze(1)  # ∂o/∂a, (R, N, H)
+        P1 = p[:, l1.w].view(R, H, F)
+        p2 = torch.cat([p[:, l2.w], p[:, l2.b]], 1)  # (R, H+1)
+        lin = ((torch.baddbmm(p[:, l1.b].unsqueeze(1), self.Xc.expand(R, -1, -1), P1.transpose(1, 2)) * e).sum(-1)
+               + (h1 * p2.unsqueeze(1)).sum(-1))  # eᵀ P1 x1 + p2·h1, (R, N)
+        W1d = torch.einsum("rhf,cf->rch", W1, self.d)  # W1 d_c, (R, C-1, H)
+        kappa = lpp.unsqueeze(1) * torch.einsum("rnh,rch->rcn", e, W1d)  # (R, C-1, N)
+        st["input"] = {
+            "kE": [(kappa[:, c].unsqueeze(-1) * e).transpose(1, 2).reshape(R * H, N) for c in range(self.C - 1)],
+            "kh1": [(kappa[:, c].unsqueeze(-1) * h1).transpose(0, 1).reshape(N, -1) for c in range(self.C - 1)],
+            "klin": [(kappa[:, c] * lin).T.contiguous() for c in range(self.C - 1)],
+            "S": (lp.unsqueeze(-1) * on).transpose(1, 2).reshape(R * H, N),
+            "W1d": W1d, "P1d": torch.einsum("rhf,cf->rch", P1, self.d), "w2": w2, "p2": p2,
+        }
+        return st
+
+    def evaluate(self, W: Tensor, configs: Tensor, set_of_config: Tensor, want_grad: bool = True,
+                 ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """For one-hot weights ``W`` ``(K, C·n)`` (= Z/n, candidate-major) of configurations
+        ``configs``: returns (Σ_t (1 - cos), Σ_t cos, ∂/∂W of Σ_t (1 - cos) up to a constant per
+        configuration and sample, 0 at candidate 0), the first two ``(K,)``."""
+        Z = W.view(W.shape[0], self.C, self.n)
+        if not (bool(((Z != 0).sum(1) == 1).all()) and bool(torch.isclose(Z.sum(1), torch.tensor(1.0 / self.n,
+                                                                                                  dtype=W.dtype)).all())):
+            raise ValueError("AnalyticInputObjective.evaluate needs one-hot samples (W = one-hot / n); use "
+                             "InputRelaxationObjective for soft ones.")
+        return super().evaluate(W, configs, set_of_config, want_grad)
+
+    def _chunk(self, st: dict, W: Tensor, want_grad: bool) -> tuple[Tensor, Tensor | None]:
+        cos, gnorm, pn, (G0, G1) = self._virtual(st, W)
+        if not want_grad:
+            return cos, None
+        K, N = W.shape
+        n, C, F1 = self.n, self.C, self.X1.shape[1]
+        ins = st["input"]
+        R, H = G0.shape[0], G0.shape[1]
+        alpha, beta = 1.0 / (gnorm * pn), cos / gnorm**2  # (R, K): v = -(α p - β G)
+        BG0 = (G0 * beta.view(R, 1, K, 1)).reshape(R * H, K * F1)
+        BG1 = (G1 * beta.T.unsqueeze(-1)).permute(1, 2, 0).reshape(-1, K)  # (R·(H+1), K)
+        v2 = -(alpha.unsqueeze(-1) * ins["p2"][:, None, :H] - beta.unsqueeze(-1) * G1.transpose(0, 1)[..., :H])
+        one_hot = W.view(K, C, n)
+        Jrow = one_hot.argmax(1) * n + torch.arange(n)  # (K, n): each sample's sampled row
+        out = torch.zeros(K, C, n, dtype=self.dtype)
+        for c in range(C - 1):
+            # κ ȯ = κ (-α (eᵀP1x + p2·h1) + β eᵀ G1 x + β G2·h1), summed over the rounds
+            U = ins["klin"][c] @ -alpha
+            U += ((ins["kE"][c].T @ BG0).view(N, K, F1) * self.X1.unsqueeze(1)).sum(-1)
+            U += ins["kh1"][c] @ BG1
+            # ℓ' Σ_h 1[a_h > 0] (v_w2,h (W1 d)_h + w2_h (V1 d)_h), V1 d = -(α P1 d - β G1 d)
+            V1d = -(alpha.unsqueeze(1) * ins["P1d"][:, c].unsqueeze(-1)
+                    - beta.unsqueeze(1) * (G0[..., :-1] @ self.d[c]))  # (R, H, K)
+            Q = v2.transpose(1, 2) * ins["W1d"][:, c].unsqueeze(-1) + ins["w2"].unsqueeze(-1) * V1d
+            U += ins["S"].T @ Q.reshape(R * H, K)
+            out[:, c + 1] = U.T.gather(1, Jrow)
+        return cos, -out.view(K, C * n)  # the caller subtracts ∂cos/∂W
+
+
 def gradient_aia(
     model: FLModel,
     messages: ClientMessages,
@@ -415,8 +563,9 @@ def gradient_aia(
     (``"mixture"``, :class:`GradientObjective`); the authors' code (fedkit-learn
     ``fedklearn/attacks/aia.py``, ``AttributeInferenceAttack``, run by ``scripts/run_gb_aia.py``)
     writes the straight-through sample into the sensitive feature of the input and
-    differentiates the model's loss gradient through it (``"input"``,
-    :class:`InputRelaxationObjective`). The paper (eq. 2, App. B.5) names the Gumbel-softmax trick
+    differentiates the model's loss gradient through it (``"input"``:
+    :class:`AnalyticInputObjective` for the one-hidden-layer ReLU MLP, by hand;
+    :class:`InputRelaxationObjective`, by autograd, for other models). The paper (eq. 2, App. B.5) names the Gumbel-softmax trick
     but not this choice, so ``"input"`` follows the authors' code; at a one-hot sample both give
     the same virtual gradient and cosine. How the sample is drawn is ``sampler``: C logits with C
     Gumbel draws and a softmax (``"softmax"``), or, for a binary attribute as in the authors' code,
@@ -483,7 +632,10 @@ def gradient_aia(
         set_positions.append(torch.tensor([where[r] for r in s], dtype=torch.long))
     lrs = tuple(float(v) for v in learning_rates)
     S, L, n, C = len(round_sets), len(lrs), X.shape[0], attribute.n_values
-    if relaxation == "input":
+    if relaxation == "input" and AnalyticInputObjective.applies(model, X, attribute):
+        obj = AnalyticInputObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
+                                     max_cache_mb)
+    elif relaxation == "input":
         obj = InputRelaxationObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions)
     else:
         obj = GradientObjective(model, messages.sent, messages.pseudo_gradients, X, y, attribute, set_positions,
