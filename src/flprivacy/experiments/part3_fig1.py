@@ -57,6 +57,8 @@ class Fig1Settings:
     grad_iterations: int = 100
     grad_patience: int | None = 10
     grad_tolerance: float = 0.01
+    grad_relaxation: str = "input"  # as Tables 1-3 (AIASettings): the authors' relaxation and sampler of eq. 2
+    grad_sampler: str = "sigmoid"
     model_wo_steps: int = 5000
     pool: int = 60_000  # synthetic census rows to sample clients from
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -116,7 +118,8 @@ def run_point(tab: TabularData, sensitive: str, task: str, size: int, s: Fig1Set
     run = federate(model, clients, T, A, local, seed)
     merged, n_p = gradient_aia_all(model, run.log, clients, att, T, first_rounds_sets(range(T, T + A)), seed,
                                    learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
-                                   patience=s.grad_patience, tolerance=s.grad_tolerance, streams=(21, 22))
+                                   patience=s.grad_patience, tolerance=s.grad_tolerance,
+                                   relaxation=s.grad_relaxation, sampler=s.grad_sampler, streams=(21, 22))
     last = [last_returned(run.log, c, before=T) for c in range(C)]
     opt = optimal_local_models(model, [(c.X, c.y) for c in clients], last, max_steps=s.model_wo_steps)
     return {

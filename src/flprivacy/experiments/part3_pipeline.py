@@ -7,7 +7,11 @@ training samples, %, weighted by the clients' sizes):
 
 - Grad / Grad-w-O: the gradient-based AIA (eq. 2), round set and learning rate chosen by
   cosine similarity / by accuracy (oracle), App. B.5; active: the adversary sends each client
-  her own model back and the round sets also range over the attack rounds;
+  her own model back and the round sets also range over the attack rounds. The paper (eq. 2,
+  App. B.5) names the Gumbel-softmax trick but not how the virtual gradient depends on the
+  relaxed sample; we follow the authors' fedkit-learn code (``AttributeInferenceAttack``): the
+  sample is written into the input, drawn with one logit and a sigmoid for a binary attribute
+  (``AIASettings.grad_relaxation``, ``grad_sampler``);
 - Ours: the model-based AIA (eq. 3) on the last returned model (passive) or on Alg. 4's
   estimate (active, Adam tuned with Optuna on the clients' training loss);
 - Model-w-O: the model-based AIA on the client's optimal local model (Adam to convergence).
@@ -47,7 +51,8 @@ from . import add_threads_option, save_result, seed_int, use_threads
 # ---- settings ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AIASettings:
-    """Settings of one run of the pipeline (defaults: the paper's, §5.2 and App. B.4-B.5)."""
+    """Settings of one run of the pipeline (defaults: the paper's, §5.2 and App. B.4-B.5; where the
+    paper is silent, the authors' code: Grad's relaxation and sampler)."""
 
     task: str
     lr: float  # client learning rate (App. B.4: per data set, for B = 32)
@@ -64,6 +69,8 @@ class AIASettings:
     grad_iterations: int = 100
     grad_patience: int | None = 10  # early stopping (ours; None runs all iterations as the paper)
     grad_tolerance: float = 0.01
+    grad_relaxation: str = "input"  # eq. 2's relaxation as the authors' fedkit-learn code (the paper is silent): RELAXATIONS
+    grad_sampler: str = "sigmoid"  # the authors' Gumbel sampler of a binary attribute (one logit, sigmoid): SAMPLERS
     model_wo_steps: int = 5000
     heterogeneity: float = 0.4  # Income-L (Alg. 5)
     n_synthetic: int | None = None  # people drawn by the synthetic census (None: the task's default)
@@ -165,12 +172,16 @@ def federate(model: FLModel, clients: Sequence[ClientData], rounds: int, active:
 def gradient_aia_all(model: FLModel, log: MessageLog, clients: Sequence[ClientData], att: SensitiveAttribute,
                      rounds: int, active_sets: Sequence[tuple[int, ...]], seed: int, *,
                      learning_rates: Sequence[float], iterations: int, patience: int | None, tolerance: float,
-                     streams: tuple[int, int] = (11, 12), progress: bool = False) -> tuple[list[GradientAIAResult], int]:
+                     relaxation: str, sampler: str, streams: tuple[int, int] = (11, 12),
+                     progress: bool = False) -> tuple[list[GradientAIAResult], int]:
     """The gradient-based AIA (eq. 2) of every client, for all round sets x learning rates at
     once: the passive sets (App. B.5's first-rounds sets of rounds < ``rounds``) and
-    ``active_sets`` (sets of attack rounds). Returns each client's merged result and the number
-    of passive sets (they come first). ``streams`` name the seed streams (passive, active)."""
-    gkw = dict(learning_rates=learning_rates, iterations=iterations, patience=patience, tolerance=tolerance)
+    ``active_sets`` (sets of attack rounds), with eq. 2 relaxed and sampled as ``relaxation`` and
+    ``sampler`` say (:func:`flprivacy.attacks.gradient_aia.gradient_aia`). Returns each client's
+    merged result and the number of passive sets (they come first). ``streams`` name the seed
+    streams (passive, active)."""
+    gkw = dict(learning_rates=learning_rates, iterations=iterations, patience=patience, tolerance=tolerance,
+               relaxation=relaxation, sampler=sampler)
     act_rounds = sorted({t for rs in active_sets for t in rs})
     merged = []
     for c in tqdm(range(len(clients)), desc="gradient-based AIA", disable=not progress, leave=False):
@@ -223,7 +234,8 @@ def gradient_table(model: FLModel, log: MessageLog, clients: Sequence[ClientData
     act_sets = sorted({rs for sets in per_r.values() for rs in sets}, key=len)
     merged, n_passive = gradient_aia_all(model, log, clients, att, T, act_sets, seed,
                                          learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
-                                         patience=s.grad_patience, tolerance=s.grad_tolerance, progress=progress)
+                                         patience=s.grad_patience, tolerance=s.grad_tolerance,
+                                         relaxation=s.grad_relaxation, sampler=s.grad_sampler, progress=progress)
     rows: dict[str, float] = {}
     details: dict = {}
     rows["passive/Grad"], rows["passive/Grad-w-O"], details["passive/grad_choice"] = grad_rows(
