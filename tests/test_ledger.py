@@ -173,3 +173,12 @@ def test_no_typed_verdicts_in_code(nb_path: Path):
             if VERDICT.search(body) and body.strip().lower() not in L.STATUSES:
                 bad.append(f"cell {i}: {lit[:80]}")
     assert not bad, f"{nb_path.name}: typed verdicts (use flprivacy.ledger's rules or ledger.table): {bad}"
+
+
+def test_grad_rows_say_which_relaxation_their_file_ran():
+    from flprivacy.ledger.diana import grad_relaxation_reason
+
+    authors = grad_relaxation_reason({"data": {"settings": {"grad_relaxation": "input", "grad_sampler": "sigmoid"}}})
+    old = grad_relaxation_reason({"data": {"settings": {"lr": 1.0}}})  # made before the settings named it
+    assert "authors' relaxation" in authors and "reruns" not in authors
+    assert "mixture relaxation with the softmax sampler" in old and "reruns this file" in old
