@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 from . import Row, record_or_none
@@ -26,7 +27,14 @@ def rows() -> list[Row]:
                 raise
             continue
         out.extend(mod.rows())
-    return [_with_grad_relaxation(r) for r in out]
+    loaded: dict[str, dict[str, Any] | None] = {}  # each Grad row's file, read once for all its rows
+
+    def record(file: str) -> dict[str, Any] | None:
+        if file not in loaded:
+            loaded[file] = record_or_none(file.removesuffix(".json"))
+        return loaded[file]
+
+    return [_with_grad_relaxation(r, record) for r in out]
 
 
 def grad_relaxation_reason(record: dict[str, Any]) -> str:
@@ -41,11 +49,11 @@ def grad_relaxation_reason(record: dict[str, Any]) -> str:
             "that the book now runs: make reproduce reruns this file")
 
 
-def _with_grad_relaxation(r: Row) -> Row:
+def _with_grad_relaxation(r: Row, record: Callable[[str], dict[str, Any] | None]) -> Row:
     """A Table 1-3 Grad row that is not reproduced, with :func:`grad_relaxation_reason` added.
     (Kept here, not in :mod:`.diana_aia`, whose tables the experiments import: editing it would
     mark their result files as changed.)"""
     if not (r.result_id.startswith("Diana Table") and "/Grad" in r.result_id and r.reason and r.file):
         return r
-    record = record_or_none(r.file.removesuffix(".json"))
-    return r if record is None else dataclasses.replace(r, reason=r.reason + grad_relaxation_reason(record))
+    rec = record(r.file)
+    return r if rec is None else dataclasses.replace(r, reason=r.reason + grad_relaxation_reason(rec))
