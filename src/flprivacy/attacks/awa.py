@@ -26,6 +26,10 @@ observes θ_t and θ_{t+1} and knows η, E, B and N (Remark 2.1).
 Sign convention: as in :mod:`.inversion`, an update is θ - θ' (the paper writes
 Δθ = θ' - θ); every distance here is invariant to flipping both signs.
 Labels are known to the attacker, as in Song §5.1.
+
+Every attack runs on the device of θ_t (a CPU or a GPU): move θ_t, θ_{t+1}, the images and the
+labels there first (``awa_table4_resnet18`` runs Table IV on a GPU this way). The dummy's
+initialisation is drawn on the CPU, so a seed gives the same start on every device.
 """
 
 from __future__ import annotations
@@ -207,7 +211,7 @@ def interpolate(theta: Tensor, theta_next: Tensor, epochs: int) -> tuple[Tensor,
         raise ValueError(f"interpolate: theta and theta_next must have the same shape; got {tuple(theta.shape)} and "
                          f"{tuple(theta_next.shape)}.")
     check_int("epochs", epochs, where, minimum=1)
-    e = torch.arange(epochs + 1, dtype=theta.dtype).unsqueeze(1)
+    e = torch.arange(epochs + 1, dtype=theta.dtype, device=theta.device).unsqueeze(1)
     models = (theta_next - theta) / epochs * e + theta
     return models, models[:-1] - models[1:]
 
@@ -321,14 +325,12 @@ def _enhanced_mask(pred_stats: tuple[Tensor, Tensor], target_stats: tuple[Tensor
     tiny = torch.finfo(torch.float64).tiny
     e_mean = (m_hat - m).abs() / m.abs().clamp_min(tiny)
     e_var = (v_hat - v).abs() / v.abs().clamp_min(tiny)
-    mask = torch.zeros(L, dtype=torch.bool)
     n_mean, n_var = math.ceil(p_mean * L), math.ceil(p_var * L)
-    top_mean = torch.zeros(L, dtype=torch.bool)
+    top_mean = torch.zeros(L, dtype=torch.bool, device=m.device)
     top_mean[torch.argsort(e_mean, descending=True, stable=True)[:n_mean]] = True
-    top_var = torch.zeros(L, dtype=torch.bool)
+    top_var = torch.zeros(L, dtype=torch.bool, device=m.device)
     top_var[torch.argsort(e_var, descending=True, stable=True)[:n_var]] = True
-    mask = top_mean & top_var
-    return mask
+    return top_mean & top_var
 
 
 @dataclass(frozen=True)
@@ -390,14 +392,15 @@ def weighted_distance(pred: Tensor, target: Tensor, layers: Sequence[Layer], wei
                                                 floating=True), where)
     if bool((weights < 0).any()):
         raise ValueError(f"weighted_distance: weights must be >= 0; got {weights.tolist()}.")
-    return _fused_distance(pred, target, _per_parameter(weights, layers, pred.numel(), pred.dtype))
+    return _fused_distance(pred, target, _per_parameter(weights, layers, pred.numel(), pred.dtype, pred.device))
 
 
-def _per_parameter(weights: Tensor, layers: Sequence[Layer], dim: int, dtype: torch.dtype = torch.float64) -> Tensor:
+def _per_parameter(weights: Tensor, layers: Sequence[Layer], dim: int, dtype: torch.dtype = torch.float64,
+                   device: torch.device | str | None = None) -> Tensor:
     """The layer weights q^(l) of eq. 23 spread over θ: entry i holds the weight of the layer that
     owns parameter i (0 for a parameter in no layer), so that eq. 23 is one weighted elementwise
     sum Σ_i w_i (Δθ̂_i - Δθ_i)², without slicing the update per layer."""
-    out = torch.zeros(dim, dtype=dtype)
+    out = torch.zeros(dim, dtype=dtype, device=device)
     for l, w in zip(layers, weights.tolist()):
         out[l.start:l.stop] = w
     return out
@@ -421,7 +424,7 @@ class _WeightedLoss:
         self.layers, self.Q = list(layers), Q
         self.target_stats = _layer_stats(target.detach().double(), layers)
         self.base = _per_parameter(linear_weights(layers, Q.q_cv, Q.q_bn, Q.q_fc), layers, target.numel(),
-                                  target.dtype)
+                                  target.dtype, target.device)
 
     def _mask(self, pred: Tensor) -> Tensor:
         return _enhanced_mask(_layer_stats(pred.detach().double(), self.layers), self.target_stats, self.Q.p_mean,
@@ -447,7 +450,7 @@ def _weighted_cosine(pred: Tensor, target: Tensor, layers: Sequence[Layer], weig
     """Σ_l w_l (1 - cos(Δθ̂^(l), Δθ^(l))) / Σ_l w_l: AGIC's layer-weighted cosine loss."""
     cos = torch.stack([F.cosine_similarity(pred[l.start:l.stop], target[l.start:l.stop], dim=0, eps=1e-12)
                        for l in layers])
-    w = weights.to(cos.dtype)
+    w = weights.to(cos)
     return (w * (1 - cos)).sum() / w.sum()
 
 
@@ -461,7 +464,8 @@ def _run(model: FLModel, start: Tensor, target: Tensor, labels: Tensor, image_sh
     unweighted eq. 33 distance every ``report_every`` iterations and returns True to stop."""
     gen = make_generator(seed)
     n = labels.numel()
-    latent = dummy_latent(n, image_shape, 1, "uniform", gen).to(model.dtype).requires_grad_(True)
+    latent = dummy_latent(n, image_shape, 1, "uniform", gen).to(device=start.device, dtype=model.dtype)
+    latent.requires_grad_(True)
     opt = torch.optim.Adam([latent], lr=attack_lr)
     history: list[float] = []
     t0 = time.perf_counter()

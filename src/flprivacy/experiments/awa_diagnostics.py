@@ -200,6 +200,7 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
                 lr: float = 1e-3) -> dict:
     """One variant against a client holding ``X, y`` who trains from ``theta`` at ``lr``: the attack,
     then its scores (windowed and global SSIM, PSNR, MSE, eq. 33 objective, evaluations, seconds).
+    It runs on the device of ``theta``, ``X`` and ``y`` (the scores on the CPU).
     The baseline variants are the library's :func:`~flprivacy.attacks.awa.dlg_attack` and
     :func:`~flprivacy.attacks.awa.awa_attack` step for step (same dummy start, loss and clamp)."""
     theta_next, orders = awa.client_update(model, theta, X, y, lr=lr, epochs=v.epochs, batches=v.batches,
@@ -219,13 +220,14 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
     gen = generator(child_seed(seed, 3))
     shape = (labels.numel(), *X.shape[1:])
     x = (torch.rand(shape, generator=gen) if v.init == "uniform" else torch.randn(shape, generator=gen))
-    x = x.to(model.dtype).requires_grad_(True)  # as inversion.dummy_latent(..., "uniform") for the baseline
+    x = x.to(device=pb.start.device, dtype=model.dtype).requires_grad_(True)  # as dummy_latent(..., "uniform")
     params = [x]
     logits = None
     if v.soft_labels:
         with torch.no_grad():
             n_classes = int(model.forward(pb.start, X[:1].to(model.dtype)).shape[-1])
-        logits = torch.randn(labels.numel(), n_classes, generator=gen).to(model.dtype).requires_grad_(True)
+        logits = torch.randn(labels.numel(), n_classes, generator=gen).to(device=x.device, dtype=model.dtype)
+        logits.requires_grad_(True)
         params.append(logits)
 
     def targets() -> Tensor:
@@ -273,11 +275,11 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
                 break
     seconds = time.perf_counter() - t0
     images = x.detach().clamp(0, 1)
-    q = quality(images, X)
+    q = quality(images.cpu(), X.cpu())
     with torch.enable_grad():
         pred = awa.replay(model, pb.start, images, targets().detach(), lr=pb.lr, batches=pb.batches,
                           epochs=pb.epochs).detach()
-    out = dict(q.summary(), ssim_global=float(global_ssim(images[q.index], X).mean()), images=images,
+    out = dict(q.summary(), ssim_global=float(global_ssim(images.cpu()[q.index], X.cpu()).mean()), images=images.cpu(),
                objective=float(update_distance(pred, pb.target, "l2")),
                objective_start=float(update_distance(awa.replay(model, pb.start, torch.full_like(images, 0.5),
                                                                 pb.labels, lr=pb.lr, batches=pb.batches,

@@ -1,0 +1,190 @@
+"""Song et al. Table IV at the paper's model: ResNet-18 on 32x32 CIFAR-10, on a GPU.
+
+    python -m flprivacy.experiments.awa_table4_resnet18 --device cuda --workers 6   # about 5 minutes on one H200
+    python -m flprivacy.experiments.awa_table4_resnet18 --iterations 2              # a CPU smoke test (minutes)
+
+The book's ``awa_table4`` at paper scale runs Song's whole protocol (a Bayesian optimisation of
+50 trials of 1,000 iterations per case, then the final attack): about 240 CPU-hours
+(``awa_table4_cost.json``). This command runs the part of Table IV that does not need our own
+BO, at the paper's settings (Song §5.1 and Table I): the first paper-scale image set of
+``awa_table4`` (N = 4 CIFAR-10 test images of four classes), one FedAvg round from an untrained
+model with client SGD at η = 10⁻³ in each case (E, B) of §5.2, and 1,000 Adam iterations at
+0.1 with the labels known, for
+
+- DLG (eq. 10 on the exactly replayed update; not in case 4, Table IV's dashes),
+- AGIC (:func:`flprivacy.attacks.awa.agic_attack`),
+- AWA with the paper's own Q* of the case (Table III) in place of a BO of ours (Alg. 2 line 16:
+  the final attack with Q*),
+
+on two models:
+
+- ``resnet18``: the library's ResNet-18 (ReLU, BatchNorm with the batch's statistics), the
+  model §5.1 names ("ResNet18 [he2016deep]"); the attacks are the library's step for step;
+- ``resnet18-sigmoid``: the same network with sigmoid activations, as the ResNet of Zhu et al.'s
+  DLG code, with the loss divided by η² (``awa_diagnostics`` found that these two changes are what
+  lets DLG and AWA recover an image at ResNet-18; AGIC's cosine loss does not depend on the scale).
+
+DLG and AWA run through ``awa_diagnostics.run_variant`` (the library's attacks step for step,
+plus the η² option), AGIC through the library. Every run's scores (Hungarian-matched PSNR,
+SSIM, MSE, and SSIM as Song §5.1 writes it), eq. 33's objective, its reconstructed images
+(8-bit) and its seconds per iteration go to its own file
+``book/results/awa_table4_resnet18/<model>_case<k>_<method>.json``, so an interrupted run resumes.
+``--workers W`` runs W processes at once (a GPU is idle between the small kernels of one
+attack); the files record W next to the timings. On a GPU the convolutions' backward passes
+use atomic additions, so two runs with the same seed agree to rounding, not bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ..attacks import awa
+from ..config import base_seed, child_seed
+from ..ledger.song import CASES, TABLE_III, TABLE_IV
+from ..metrics import quality
+from . import positive_int, result_path, save_result
+from .awa_diagnostics import Variant, global_ssim, make_model, run_variant
+from .awa_table4 import client_images
+
+NAME = "awa_table4_resnet18"
+MODELS = ("resnet18", "resnet18-sigmoid")
+METHODS = ("DLG", "AGIC", "AWA")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One cell of the grid: a model, a case of Song §5.2 and an attack."""
+
+    model: str
+    case: str
+    method: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{NAME}/{self.model}_{self.case.replace(' ', '')}_{self.method}"
+
+    @property
+    def cost(self) -> int:
+        """Local steps the attack replays per iteration (its relative cost, for scheduling)."""
+        E, B = CASES[self.case]
+        if self.method == "AGIC":
+            return 1
+        return B if self.case == "case 4" else E * B
+
+
+def grid(models: tuple[str, ...] = MODELS, cases: tuple[str, ...] = tuple(CASES)) -> list[Run]:
+    """Every (model, case, method) with a Table IV cell (no DLG in case 4), costliest first."""
+    runs = [Run(m, c, k) for m in models for c in cases for k in METHODS if TABLE_IV[c][k] is not None]
+    return sorted(runs, key=lambda r: -r.cost)
+
+
+def seed() -> int:
+    """The first paper-scale image set of ``awa_table4`` (its seeds are child_seed(base, 100 + k))."""
+    return child_seed(base_seed(), 100)
+
+
+def to_uint8(images: torch.Tensor) -> list:
+    """Images in [0, 1] as nested lists of 8-bit integers (for the chapter's figure)."""
+    return images.detach().cpu().clamp(0, 1).mul(255).round().to(torch.uint8).tolist()
+
+
+def run_one(r: Run, *, iterations: int, device: str) -> dict:
+    """One attack of the grid; returns its scores, timings and images."""
+    s = seed()
+    E, B = CASES[r.case]
+    X, y = client_images(s, 4, 32)
+    model = make_model(r.model)
+    theta = model.init_params(child_seed(s, 1))
+    dev = torch.device(device)
+    theta, Xd, yd = theta.to(dev), X.to(dev), y.to(dev)
+    sigmoid = r.model == "resnet18-sigmoid"
+    if r.method == "AGIC":
+        theta_next, orders = awa.client_update(model, theta, Xd, yd, lr=1e-3, epochs=E, batches=B,
+                                               seed=child_seed(s, 2))
+        rec = awa.agic_attack(model, theta, theta_next, labels=yd[orders[0]], image_shape=(3, 32, 32), lr=1e-3,
+                              epochs=E, batches=B, attack_lr=0.1, iterations=iterations, seed=child_seed(s, 3))
+        images = rec.images.cpu()
+        q = quality(images, X)
+        out = dict(q.summary(), ssim_global=float(global_ssim(images[q.index], X).mean()), seconds=rec.seconds,
+                   evaluations=rec.settings["iterations_run"], Q=None, images=images)
+    else:
+        v = Variant(name=f"{r.method}, {r.model}, {r.case}", change="Table IV cell at ResNet-18", method=r.method,
+                    model=r.model, n_images=4, epochs=E, batches=B, gradient_scale=sigmoid)
+        out = run_variant(v, model, theta, Xd, yd, iterations=iterations, seed=s)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    images = out.pop("images")
+    return dict(out, model=r.model, case=r.case, E=E, B=B, method=r.method, iterations=iterations,
+                gradient_scale=sigmoid and r.method != "AGIC", device=str(dev),
+                device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                seconds_per_iteration=out["seconds"] / max(1, out["evaluations"]),
+                Q_source="Song Table III" if r.method == "AWA" else None,
+                Q_table_iii=TABLE_III[r.case] if r.method == "AWA" else None,
+                images_uint8=to_uint8(images), truth_uint8=to_uint8(X))
+
+
+def done(r: Run, iterations: int) -> bool:
+    """Whether the run's file exists with this iteration budget."""
+    import json
+
+    path = result_path(r.file_name, "paper")
+    return path.is_file() and json.loads(path.read_text())["data"].get("iterations") == iterations
+
+
+def work(runs: list[Run], *, iterations: int, device: str, workers: int, commit: str | None) -> None:
+    for r in runs:
+        if done(r, iterations):
+            continue
+        data = run_one(r, iterations=iterations, device=device)
+        data["workers"] = workers
+        path = save_result(r.file_name, data, seeds=[seed()], scale_="paper")
+        if commit:  # a copy of the tree without its .git (a device machine) records the commit it was given
+            import json
+
+            rec = json.loads(path.read_text())
+            if rec["commit"] == "unknown":
+                rec["commit"] = commit
+                path.write_text(json.dumps(rec, indent=1) + "\n")
+        print(f"{r.model} {r.case} {r.method}: SSIM {data['ssim']:.3f}, PSNR {data['psnr']:.1f} dB, "
+              f"{data['seconds_per_iteration'] * 1000:.0f} ms/iteration", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    parser.add_argument("--iterations", type=positive_int, default=1000, help="Adam iterations (Table I: 1,000)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--cases", nargs="+", type=int, default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
+    parser.add_argument("--workers", type=positive_int, default=1, help="processes running at once")
+    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--commit", default=None, help="the commit to record where the tree has no .git")
+    args = parser.parse_args(argv)
+    # float32 as on a CPU: no TF32 (10-bit mantissa) in the GPU's convolutions and products
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_num_threads(1 if args.workers > 1 else torch.get_num_threads())
+    runs = grid(tuple(args.models), tuple(f"case {k}" for k in args.cases))
+    if args.worker is not None:
+        work(runs[args.worker::args.workers], iterations=args.iterations, device=args.device, workers=args.workers,
+             commit=args.commit)
+        return
+    t0 = time.perf_counter()
+    if args.workers == 1:
+        work(runs, iterations=args.iterations, device=args.device, workers=1, commit=args.commit)
+    else:
+        base = [sys.executable, "-m", f"flprivacy.experiments.{NAME}", *(argv if argv is not None else sys.argv[1:])]
+        procs = [subprocess.Popen([*base, "--worker", str(k)]) for k in range(args.workers)]
+        codes = [p.wait() for p in procs]
+        if any(codes):
+            raise SystemExit(f"{NAME}: worker exit codes {codes}")
+    print(f"{NAME}: {len(runs)} runs in {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
