@@ -27,7 +27,8 @@ on two models:
 DLG and AWA run through ``awa_diagnostics.run_variant`` (the library's attacks step for step,
 plus the η² option), AGIC through the library. Every run's scores (Hungarian-matched PSNR,
 SSIM, MSE, and SSIM as Song §5.1 writes it), eq. 33's objective, its reconstructed images
-(8-bit) and its seconds per iteration go to its own file
+(8-bit, :func:`decode_images`; the client's images are ``awa_table4.client_images`` of the seed)
+and its seconds per iteration go to its own file
 ``book/results/awa_table4_resnet18/<model>_case<k>_<method>.json``, so an interrupted run resumes.
 ``--workers W`` runs W processes at once (a GPU is idle between the small kernels of one
 attack); the files record W next to the timings. On a GPU the convolutions' backward passes
@@ -37,11 +38,13 @@ use atomic additions, so two runs with the same seed agree to rounding, not bit 
 from __future__ import annotations
 
 import argparse
+import base64
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..attacks import awa
@@ -89,9 +92,18 @@ def seed() -> int:
     return child_seed(base_seed(), 100)
 
 
-def to_uint8(images: torch.Tensor) -> list:
-    """Images in [0, 1] as nested lists of 8-bit integers (for the chapter's figure)."""
-    return images.detach().cpu().clamp(0, 1).mul(255).round().to(torch.uint8).tolist()
+def encode_images(images: torch.Tensor) -> dict:
+    """Images in [0, 1] as 8-bit pixels in base64 with their shape (for the chapter's figure)."""
+    px = images.detach().cpu().clamp(0, 1).mul(255).round().to(torch.uint8)
+    return {"shape": list(px.shape), "uint8_base64": base64.b64encode(px.numpy().tobytes()).decode()}
+
+
+def decode_images(stored: dict | list) -> torch.Tensor:
+    """The images of :func:`encode_images` (or nested lists of 8-bit pixels) as floats in [0, 1]."""
+    if isinstance(stored, list):
+        return torch.tensor(stored, dtype=torch.uint8).float() / 255
+    raw = np.frombuffer(base64.b64decode(stored["uint8_base64"]), dtype=np.uint8).reshape(stored["shape"])
+    return torch.from_numpy(raw.copy()).float() / 255
 
 
 def run_one(r: Run, *, iterations: int, device: str) -> dict:
@@ -126,7 +138,7 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
                 seconds_per_iteration=out["seconds"] / max(1, out["evaluations"]),
                 Q_source="Song Table III" if r.method == "AWA" else None,
                 Q_table_iii=TABLE_III[r.case] if r.method == "AWA" else None,
-                images_uint8=to_uint8(images), truth_uint8=to_uint8(X))
+                images=encode_images(images))
 
 
 def done(r: Run, iterations: int) -> bool:
@@ -144,13 +156,12 @@ def work(runs: list[Run], *, iterations: int, device: str, workers: int, commit:
         data = run_one(r, iterations=iterations, device=device)
         data["workers"] = workers
         path = save_result(r.file_name, data, seeds=[seed()], scale_="paper")
-        if commit:  # a copy of the tree without its .git (a device machine) records the commit it was given
+        if commit:  # a copy of the tree on another machine: its .git may be absent or stale
             import json
 
             rec = json.loads(path.read_text())
-            if rec["commit"] == "unknown":
-                rec["commit"] = commit
-                path.write_text(json.dumps(rec, indent=1) + "\n")
+            rec["commit_git"], rec["commit"] = rec["commit"], commit
+            path.write_text(json.dumps(rec, indent=1) + "\n")
         print(f"{r.model} {r.case} {r.method}: SSIM {data['ssim']:.3f}, PSNR {data['psnr']:.1f} dB, "
               f"{data['seconds_per_iteration'] * 1000:.0f} ms/iteration", flush=True)
 
@@ -163,7 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cases", nargs="+", type=int, default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
     parser.add_argument("--workers", type=positive_int, default=1, help="processes running at once")
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--commit", default=None, help="the commit to record where the tree has no .git")
+    parser.add_argument("--commit", default=None, help="the commit whose tree runs (a copy on a device machine may carry no .git or a stale one); "
+                             "recorded as commit, git's own view as commit_git")
     args = parser.parse_args(argv)
     # float32 as on a CPU: no TF32 (10-bit mantissa) in the GPU's convolutions and products
     torch.backends.cudnn.allow_tf32 = False
