@@ -493,3 +493,38 @@ def test_eval_batchnorm_is_a_fresh_models_eval_mode():
     assert {l.kind for l in awa.model_layers(m)} == {"cv", "bn", "fc"}
     with pytest.raises(ValueError, match="unknown model"):
         make_model("vgg")
+
+
+# ---- Table IV at ResNet-18 (experiments.awa_table4_resnet18) -----------------------------------------------
+def test_resnet18_grid_and_images():
+    """The grid holds every Table IV cell at both models (no DLG in case 4, Table IV's dash), the
+    costliest runs first; images survive the 8-bit round trip to half a grey level."""
+    from flprivacy.experiments import awa_table4_resnet18 as t4
+    from flprivacy.ledger.song import TABLE_IV
+
+    runs = t4.grid()
+    cells = sum(v is not None for c in TABLE_IV.values() for v in c.values())
+    assert len(runs) == len(set(runs)) == 2 * cells == 22
+    assert not any(r.case == "case 4" and r.method == "DLG" for r in runs)
+    assert [r.cost for r in runs] == sorted((r.cost for r in runs), reverse=True)
+    assert {r.cost for r in runs if r.case in ("case 2", "case 3") and r.method != "AGIC"} == {4}
+    x = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    back = t4.decode_images(t4.encode_images(x))
+    assert back.shape == x.shape and float((back - x).abs().max()) <= 0.5 / 255 + 1e-7
+    assert torch.equal(t4.decode_images((back * 255).round().to(torch.uint8).tolist()), back)
+    assert torch.equal(t4.stored_images({"images": t4.encode_images(x)}), back)
+    assert torch.equal(t4.stored_images({"images_uint8": (back * 255).round().to(torch.uint8).tolist()}), back)
+
+
+def test_attacks_follow_the_device_of_theta():
+    """awa's attacks create every tensor on θ's device (here the CPU, the only one CI has): the images,
+    the weights of eq. 23-30 and the interpolated models come back on it, and the dummy's start does
+    not depend on where the attack runs (drawn on the CPU)."""
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=1)
+    rec = awa.awa_attack(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2,
+                         Q=awa.AWAWeights(q_en=5.0, p_mean=0.5, p_var=0.5), iterations=2)
+    assert rec.images.device == th.device
+    models, updates = awa.interpolate(th, thn, 2)
+    assert models.device == updates.device == th.device

@@ -87,6 +87,11 @@ def grid(models: tuple[str, ...] = MODELS, cases: tuple[str, ...] = tuple(CASES)
     return sorted(runs, key=lambda r: -r.cost)
 
 
+def stored_images(data: dict) -> torch.Tensor:
+    """The reconstruction a run's file holds (``images``; the first GPU files: ``images_uint8``)."""
+    return decode_images(data["images"] if "images" in data else data["images_uint8"])
+
+
 def seed() -> int:
     """The first paper-scale image set of ``awa_table4`` (its seeds are child_seed(base, 100 + k))."""
     return child_seed(base_seed(), 100)

@@ -317,6 +317,28 @@ def quick_figure_verdicts(runs: Mapping[str, Any], budget: int) -> dict[str, Ver
             "Q* vs 1": bound(beat, len(cases), what="f(Q*) <= f(1)")}
 
 
+RESNET18_MODELS: dict[str, str] = {
+    "resnet18": "ResNet-18 as §5.1 names it (ReLU, BatchNorm with the batch's statistics)",
+    "resnet18-sigmoid": "sigmoid ResNet-18 (the activation of Zhu et al.'s code), loss divided by η²",
+}
+"""The two models of ``awa_table4_resnet18``: the first decides Table IV's cells, the second is a control."""
+
+
+def resnet18_runs() -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The committed runs of ``awa_table4_resnet18`` (Table IV at ResNet-18, 1,000 iterations, AWA with Table
+    III's Q), keyed ``(model, case, method)``; a run not committed is absent."""
+    from ..experiments.awa_table4_resnet18 import Run  # the file names live there (imports torch: not at the top)
+
+    out = {}
+    for model in RESNET18_MODELS:
+        for case, methods in TABLE_IV.items():
+            for method, cell in methods.items():
+                rec = None if cell is None else record_or_none(Run(model, case, method).file_name)
+                if rec is not None:
+                    out[(model, case, method)] = rec
+    return out
+
+
 def rows() -> list[Row]:
     """One row per numbered result of Song et al. 2025."""
     live = live_propositions()
@@ -325,6 +347,7 @@ def rows() -> list[Row]:
     cost = record_or_none("awa_table4_cost", "paper")
     t3 = record_or_none("awa_table3", "quick")
     diag = record_or_none("awa_diagnostics", "fixed")
+    r18 = resnet18_runs()
     cost_text = _cost_text(cost)
     out: list[Row] = []
 
@@ -402,6 +425,10 @@ def rows() -> list[Row]:
         ours_fig1 = ""
     reason_paper_scale = ("paper scale (ResNet-18, 32x32) not run: " + cost_text + "; the quick-scale file is a "
                           "different model (3-layer CNN on 16x16 images) and does not decide this row")
+    r18_cases = sorted({c for (_, c, _) in r18})
+    if r18_cases:
+        reason_paper_scale += ("; the attacks without a BO of ours ran at ResNet-18 for " + ", ".join(r18_cases)
+                               + " (awa_table4_resnet18/, Table IV's cells)")
     add("Song Fig. 1 BO finds smaller f(Q) with trials", QUOTES["Fig. 1"], "cumulative minimum of f(Q) decreases over "
         "50 trials in all four cases", ours_fig1, not_run(reason_paper_scale), file="awa_table4_quick.json" if quick
         else "", record=quick)
@@ -444,9 +471,33 @@ def rows() -> list[Row]:
                     add(rid, QUOTES["Table IV"], f"{cell[k]:g}", f"{p[k]:.3g} ({len(paper_runs)} image set(s))",
                         number(cell[k], p[k], tol=TOL[k], what=f"{case} {method} {label}"), record=paper_file)
                     continue
+                relu, sig = r18.get(("resnet18", case, method)), r18.get(("resnet18-sigmoid", case, method))
+                if relu is not None:  # the paper's model, settings and budget (AWA: the paper's own Q*, no BO of ours)
+                    d = relu["data"]
+                    ours = (f"{d[k]:.3g}: {RESNET18_MODELS['resnet18']}, one image set, {d['iterations']:,} "
+                            f"iterations" + (", Table III's Q (no BO of ours)" if method == "AWA" else ""))
+                    if sig is not None:
+                        ours += f"; control, {RESNET18_MODELS['resnet18-sigmoid']}: {sig['data'][k]:.3g}"
+                    add(rid, QUOTES["Table IV"], f"{cell[k]:g}", ours,
+                        number(cell[k], d[k], tol=TOL[k], what=f"{case} {method} {label}"),
+                        file=f"{relu['name']}.json", record=relu)
+                    continue
                 ours = f"ours (quick, small CNN, 16x16, {len(quick_runs)} image sets): {q[k]:.3g}" if q else ""
                 add(rid, QUOTES["Table IV"], f"{cell[k]:g}", ours, not_run(reason_paper_scale),
                     file="awa_table4_quick.json" if quick else "", record=quick)
+    for case in TABLE_IV:  # the sigmoid control, one row per case with runs
+        sig = {m: r18[("resnet18-sigmoid", case, m)] for m in ("DLG", "AGIC", "AWA")
+               if ("resnet18-sigmoid", case, m) in r18}
+        if not sig:
+            continue
+        first = next(iter(sig.values()))
+        add(f"Song Table IV at a sigmoid ResNet-18, {case} SSIM (control)", QUOTES["Table IV"],
+            ", ".join(f"{m} {TABLE_IV[case][m]['ssim']:g}" for m in sig),
+            f"{RESNET18_MODELS['resnet18-sigmoid']}, one image set, {first['data']['iterations']:,} iterations"
+            + (", AWA with Table III's Q" if "AWA" in sig else "") + ": " + ", ".join(f"{m} {r['data']['ssim']:.3f}" for m, r in sig.items()),
+            combine(*(number(TABLE_IV[case][m]["ssim"], r["data"]["ssim"], tol=TOL["ssim"], what=f"{m} SSIM")
+                      for m, r in sig.items()), what=f"{case} at a sigmoid ResNet-18"),
+            file=f"{first['name']}.json", record=first)
     order_q = ""
     if quick_runs:
         wins = []
@@ -455,6 +506,13 @@ def rows() -> list[Row]:
             others = [v["ssim"] for m, v in means.items() if m != "AWA" and v]
             wins.append(means["AWA"]["ssim"] > max(others))
         order_q = f"ours (quick): AWA has the highest mean SSIM in {sum(wins)} of 4 cases"
+    for model, label in RESNET18_MODELS.items():
+        full = [c for c in TABLE_IV if all((model, c, m) in r18 for m, v in TABLE_IV[c].items() if v is not None)]
+        if full:
+            top = [c for c in full if max((m for m, v in TABLE_IV[c].items() if v is not None),
+                                          key=lambda m: r18[(model, c, m)]["data"]["ssim"]) == "AWA"]
+            order_q += (("; " if order_q else "") + f"{label}, {', '.join(full)}: AWA has the highest SSIM in "
+                        f"{len(top)} of {len(full)}")
     add("Song §5.2 AWA highest PSNR and SSIM in every case", QUOTES["Table IV order"], "AWA > AGIC, DLG in all four "
         "cases (Table IV)", order_q, not_run(reason_paper_scale), file="awa_table4_quick.json" if quick else "",
         record=quick)
