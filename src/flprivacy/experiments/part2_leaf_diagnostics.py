@@ -16,6 +16,22 @@ decoding? One change at a time against the book's settings (``SETTINGS["leaf_tab
 
 Every row also holds the true local optimum's train accuracy (the ceiling). Writes
 ``book/results/part2_leaf_diagnostics[_quick].json``.
+
+The data-draw study (``--study draws``, :data:`DRAWS`) keeps the book's settings (K local epochs)
+and changes only which LEAF federation the training seeds see:
+
+    FLPRIVACY_SCALE=quick python -m flprivacy.experiments.part2_leaf_diagnostics --study draws --seeds 5
+
+- a fresh draw per training seed (the book);
+- one fixed draw (data seed 0) under every training seed, as the paper's stable per-client columns
+  suggest;
+- one fixed draw chosen to look like the paper's: among :data:`SCREEN` candidate data seeds, the
+  one whose last returned models (1 local epoch, one screening training seed outside the attack
+  seeds) are closest, client by client, to the paper's row "1 local step, θ_c" (:func:`screen_draws`).
+  The choice reads only the baseline's accuracy, never the decoded one.
+
+Every record carries its ``data_seed``; the file also holds the screening table. Writes
+``book/results/part2_leaf_diagnostics_draws[_quick].json``.
 """
 
 from __future__ import annotations
@@ -28,11 +44,14 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from .. import eavesdrop, logistic_regression, run_fedavg
 from ..attacks.reconstruction import decode_mapping, update_span
 from ..config import generator as make_generator
+from ..data import leaf_synthetic
+from ..ledger.xu_neglia import PAPER_TABLE1
 from . import save_result, seeds_command
 from .part2_common import SETTINGS
-from .part2_leaf import LeafAttack, attack_seed, rows_of
+from .part2_leaf import LeafAttack, attack_seed, local_rule, rows_of
 
 STEPS = {"local_unit": "steps"}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -46,6 +65,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 """The controlled changes; the first is the reference (the book's settings before this study, K SGD
 steps); every other row changes one thing. The book now follows the second (Algo. 2's epochs)."""
+DRAWS: dict[str, dict[str, Any]] = {
+    "a fresh draw per training seed (the book)": {},
+    "one fixed draw (data seed 0), K local epochs": {"data_seed": 0},
+    "one fixed draw screened to look like the paper's": {"data_seed": "screened"},
+}
+"""The data-draw study (``--study draws``): the book's settings, only the draw changes. ``"screened"``
+is the data seed :func:`screen_draws` picks."""
+SCREEN = {"candidates": 100, "training_seed": 1000, "local_steps": 1}
+"""The screen of :func:`screen_draws`: data seeds 0 to ``candidates`` - 1, each trained once
+(``training_seed``, not an attack seed) with ``local_steps`` local epochs."""
 PROBED = tuple(VARIANTS)[:2]
 """The variants whose fitted maps are probed (:func:`probes`)."""
 
@@ -96,6 +125,48 @@ def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPO
     return out
 
 
+def screen_draws(labels: str = "argmax", candidates: int = SCREEN["candidates"],
+                 training_seed: int = SCREEN["training_seed"], local_steps: int = SCREEN["local_steps"]) -> list[dict]:
+    """For each data seed below ``candidates``: the train accuracy (%) of each client's last returned
+    model after FedAvg with the book's settings and ``local_steps`` local epochs (training seed
+    ``training_seed``), and its root-mean-square distance (points) to the paper's Table 1 row
+    "``local_steps`` local steps, θ_c" (client by client: the paper's client c has our client c's
+    size). Sorted by distance, closest first."""
+    if local_steps not in PAPER_TABLE1:
+        raise ValueError(f"screen_draws: local_steps must be one of {list(PAPER_TABLE1)} (a row of the paper's "
+                         f"Table 1), got {local_steps!r}.")
+    s = SETTINGS["leaf_table1"]
+    paper = PAPER_TABLE1[local_steps]["last returned"][:len(s["sizes"])]
+    model = logistic_regression(s["n_features"], s["n_classes"])
+    out = []
+    for ds in range(candidates):
+        fed = leaf_synthetic(s["sizes"], s["n_features"], s["n_classes"], s["n_clusters"], seed=ds, labels=labels)
+        run = run_fedavg(model, fed.clients, rounds=s["rounds"], weighting=s["weighting"], seed=training_seed,
+                         local=local_rule(local_steps, s))
+        acc = [100 * model.accuracy(eavesdrop(run.log, c).returned[-1], d.X, d.y) for c, d in enumerate(fed.clients)]
+        dist = (sum((a - p) ** 2 for a, p in zip(acc, paper)) / len(acc)) ** 0.5
+        out.append({"data_seed": ds, "acc_last_returned": acc, "distance": dist})
+    return sorted(out, key=lambda r: r["distance"])
+
+
+def run_draw(name: str, seeds: Sequence[int], labels: str = "argmax", screened: int | None = None,
+             progress: bool = False) -> list[dict]:
+    """Records of the data-draw variant ``name`` (:data:`DRAWS`) for every training seed, each with
+    its ``data_seed``; ``screened`` is the data seed that ``"screened"`` stands for."""
+    if name not in DRAWS:
+        raise ValueError(f"run_draw: unknown variant {name!r}; expected one of {list(DRAWS)}.")
+    ds = DRAWS[name].get("data_seed")
+    if ds == "screened":
+        if screened is None:
+            raise ValueError("run_draw: screened must be a data seed (from screen_draws) for the screened draw.")
+        ds = screened
+    rows = []
+    for seed in tqdm(list(seeds), desc=name, disable=not progress):
+        recs = rows_of(attack_seed(seed, labels, data_seed=ds), seed)
+        rows += [{"variant": name, "data_seed": seed if ds is None else ds, **rec} for rec in recs]
+    return rows
+
+
 def run_variant(name: str, seeds: Sequence[int], labels: str = "argmax", progress: bool = False) -> list[dict]:
     """Records of variant ``name`` (:data:`VARIANTS`) for every training seed; the variants in
     :data:`PROBED` also get :func:`probes`."""
@@ -133,7 +204,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Controlled experiments on Xu & Neglia Table 1 (LEAF)")
     p.add_argument("--labels", choices=("argmax", "leaf-reference"), default="argmax")
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), help="subset of VARIANTS")
+    p.add_argument("--study", choices=("settings", "draws"), default="settings",
+                   help="settings: VARIANTS (one setting at a time); draws: DRAWS (which data draw the seeds see)")
     args, n = seeds_command("", argv, quick=3, paper=3, parser=p)
+    if args.study == "draws":
+        screen = screen_draws(args.labels)
+        rows = []
+        for name in DRAWS:
+            rows += run_draw(name, range(n), args.labels, screened=screen[0]["data_seed"], progress=True)
+        name = "part2_leaf_diagnostics_draws" + ("_reference" if args.labels == "leaf-reference" else "")
+        path = save_result(name, {"settings": SETTINGS["leaf_table1"], "variants": DRAWS, "labels": args.labels,
+                                  "screen_settings": SCREEN, "screened_data_seed": screen[0]["data_seed"],
+                                  "screen": screen, "seeds": n, "records": rows}, seeds=range(n))
+        print("wrote", path)
+        return
     rows: list[dict] = []
     for name in args.variants:
         rows += run_variant(name, range(n), args.labels, progress=True)
