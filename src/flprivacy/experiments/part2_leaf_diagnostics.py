@@ -26,8 +26,8 @@ and changes only which LEAF federation the training seeds see:
 - one fixed draw (data seed 0) under every training seed, as the paper's stable per-client columns
   suggest;
 - one fixed draw chosen to look like the paper's: among :data:`SCREEN` candidate data seeds, the
-  one whose last returned models (1 local epoch, one screening training seed outside the attack
-  seeds) are closest, client by client, to the paper's row "1 local step, θ_c" (:func:`screen_draws`).
+  one whose last returned models (1, 5 and 10 local epochs, one screening training seed outside the
+  attack seeds) are closest, client by client, to the paper's rows "θ_c" (:func:`screen_draws`).
   The choice reads only the baseline's accuracy, never the decoded one.
 
 Every record carries its ``data_seed``; the file also holds the screening table. Writes
@@ -72,9 +72,11 @@ DRAWS: dict[str, dict[str, Any]] = {
 }
 """The data-draw study (``--study draws``): the book's settings, only the draw changes. ``"screened"``
 is the data seed :func:`screen_draws` picks."""
-SCREEN = {"candidates": 100, "training_seed": 1000, "local_steps": 1}
+SCREEN = {"candidates": 100, "training_seed": 1000, "local_steps": (1, 5, 10)}
 """The screen of :func:`screen_draws`: data seeds 0 to ``candidates`` - 1, each trained once
-(``training_seed``, not an attack seed) with ``local_steps`` local epochs."""
+(``training_seed``, not an attack seed) with each of ``local_steps`` local epochs: the three rows
+of Table 1, since at one local epoch the last returned models still depend much on the training
+seed, at five and ten far less."""
 PROBED = tuple(VARIANTS)[:2]
 """The variants whose fitted maps are probed (:func:`probes`)."""
 
@@ -126,26 +128,31 @@ def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPO
 
 
 def screen_draws(labels: str = "argmax", candidates: int = SCREEN["candidates"],
-                 training_seed: int = SCREEN["training_seed"], local_steps: int = SCREEN["local_steps"]) -> list[dict]:
+                 training_seed: int = SCREEN["training_seed"],
+                 local_steps: Sequence[int] = SCREEN["local_steps"]) -> list[dict]:
     """For each data seed below ``candidates``: the train accuracy (%) of each client's last returned
-    model after FedAvg with the book's settings and ``local_steps`` local epochs (training seed
-    ``training_seed``), and its root-mean-square distance (points) to the paper's Table 1 row
-    "``local_steps`` local steps, θ_c" (client by client: the paper's client c has our client c's
-    size). Sorted by distance, closest first."""
-    if local_steps not in PAPER_TABLE1:
-        raise ValueError(f"screen_draws: local_steps must be one of {list(PAPER_TABLE1)} (a row of the paper's "
-                         f"Table 1), got {local_steps!r}.")
+    model after FedAvg with the book's settings, for each number of local epochs in ``local_steps``
+    (training seed ``training_seed``; ``acc_last_returned[str(K)]`` lists the clients), and its
+    root-mean-square distance (points) to the paper's Table 1 rows "K local steps, θ_c" over every
+    (K, client) cell (client by client: the paper's client c has our client c's size). Sorted by
+    distance, closest first."""
+    bad = [k for k in local_steps if k not in PAPER_TABLE1]
+    if not local_steps or bad:
+        raise ValueError(f"screen_draws: local_steps must be a non-empty subset of {list(PAPER_TABLE1)} (rows of the "
+                         f"paper's Table 1), got {list(local_steps)!r}.")
     s = SETTINGS["leaf_table1"]
-    paper = PAPER_TABLE1[local_steps]["last returned"][:len(s["sizes"])]
     model = logistic_regression(s["n_features"], s["n_classes"])
     out = []
     for ds in range(candidates):
         fed = leaf_synthetic(s["sizes"], s["n_features"], s["n_classes"], s["n_clusters"], seed=ds, labels=labels)
-        run = run_fedavg(model, fed.clients, rounds=s["rounds"], weighting=s["weighting"], seed=training_seed,
-                         local=local_rule(local_steps, s))
-        acc = [100 * model.accuracy(eavesdrop(run.log, c).returned[-1], d.X, d.y) for c, d in enumerate(fed.clients)]
-        dist = (sum((a - p) ** 2 for a, p in zip(acc, paper)) / len(acc)) ** 0.5
-        out.append({"data_seed": ds, "acc_last_returned": acc, "distance": dist})
+        acc, sq = {}, []
+        for k in local_steps:
+            run = run_fedavg(model, fed.clients, rounds=s["rounds"], weighting=s["weighting"], seed=training_seed,
+                             local=local_rule(k, s))
+            acc[str(k)] = [100 * model.accuracy(eavesdrop(run.log, c).returned[-1], d.X, d.y)
+                           for c, d in enumerate(fed.clients)]
+            sq += [(a - p) ** 2 for a, p in zip(acc[str(k)], PAPER_TABLE1[k]["last returned"])]
+        out.append({"data_seed": ds, "acc_last_returned": acc, "distance": (sum(sq) / len(sq)) ** 0.5})
     return sorted(out, key=lambda r: r["distance"])
 
 
