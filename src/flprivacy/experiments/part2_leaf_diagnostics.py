@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from statistics import mean
+from statistics import mean, stdev
 from typing import Any
 
 import torch
@@ -194,9 +194,9 @@ def run_variant(name: str, seeds: Sequence[int], labels: str = "argmax", progres
 def summary(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per (variant, local steps): mean over seeds and clients of the train accuracy (%)
     of the last returned, decoded and true-optimum models, the gain of decoding (points) and the
-    number of seeds, in the order of :data:`VARIANTS`."""
+    number of seeds, in the order of :data:`VARIANTS`, then :data:`DRAWS`."""
     out = []
-    names = [v for v in VARIANTS if any(r["variant"] == v for r in records)]
+    names = [v for v in {**VARIANTS, **DRAWS} if any(r["variant"] == v for r in records)]
     for v in names:
         for s in sorted({r["local_steps"] for r in records if r["variant"] == v}):
             rs = [r for r in records if r["variant"] == v and r["local_steps"] == s]
@@ -204,6 +204,31 @@ def summary(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                                                                         "acc_local_optimum"))
             out.append({"variant": v, "local_steps": s, "last_returned": last, "decoded": dec,
                         "gain": dec - last, "local_optimum": opt, "seeds": len({r["seed"] for r in rs})})
+    return out
+
+
+ACCURACIES = ("acc_last_returned", "acc_decoded", "acc_local_optimum")
+"""The three models each record scores (train accuracy, a fraction)."""
+
+
+def per_client(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (variant, local steps, client), in the order of :data:`VARIANTS`, then
+    :data:`DRAWS`: the mean and the standard deviation over training seeds (``sd_...``, 0 for one
+    seed) of each of :data:`ACCURACIES` in %, the gain of decoding (points) and the number of seeds.
+    On a fixed draw the spread is the training seeds' alone; on a fresh draw per seed it is the
+    draws' as well."""
+    out = []
+    for v in [v for v in {**VARIANTS, **DRAWS} if any(r["variant"] == v for r in records)]:
+        for s in sorted({r["local_steps"] for r in records if r["variant"] == v}):
+            for c in sorted({r["client"] for r in records if r["variant"] == v and r["local_steps"] == s}):
+                rs = [r for r in records if r["variant"] == v and r["local_steps"] == s and r["client"] == c]
+                row: dict[str, Any] = {"variant": v, "local_steps": s, "client": c}
+                for k in ACCURACIES:
+                    xs = [100 * r[k] for r in rs]
+                    row[k], row["sd_" + k] = mean(xs), (stdev(xs) if len(xs) > 1 else 0.0)
+                row["gain"] = row["acc_decoded"] - row["acc_last_returned"]
+                row["seeds"] = len({r["seed"] for r in rs})
+                out.append(row)
     return out
 
 
