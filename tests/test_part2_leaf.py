@@ -181,3 +181,62 @@ def test_table1_numbers_ceiling():
     gain = table1_claims(t)[1]["verdict"]
     assert not gain.ok and "99.0%" in gain.reason
     assert table1_numbers([{k: v for k, v in r.items() if k != "acc_local_optimum"} for r in recs])["ceiling"] is None
+
+
+def test_screen_draws_matches_the_paper_rows():
+    from flprivacy.ledger.xu_neglia import PAPER_TABLE1
+
+    out = diag.screen_draws(candidates=3, local_steps=(1, 5))
+    assert sorted(r["data_seed"] for r in out) == [0, 1, 2]
+    assert [r["distance"] for r in out] == sorted(r["distance"] for r in out)  # closest first
+    for r in out:
+        assert set(r["acc_last_returned"]) == {"1", "5"}
+        cells = [(a, p) for k in (1, 5) for a, p in zip(r["acc_last_returned"][str(k)], PAPER_TABLE1[k]["last returned"])]
+        assert len(cells) == 10 and all(0 <= a <= 100 for a, _ in cells)
+        assert r["distance"] == pytest.approx((sum((a - p) ** 2 for a, p in cells) / 10) ** 0.5)
+    # the screen trains with the book's settings: data seed 0's client 3 at 5 epochs equals a direct run
+    s = diag.SETTINGS["leaf_table1"]
+    fed = diag.leaf_synthetic(s["sizes"], s["n_features"], s["n_classes"], s["n_clusters"], seed=0)
+    model = diag.logistic_regression(s["n_features"], s["n_classes"])
+    run = diag.run_fedavg(model, fed.clients, rounds=s["rounds"], weighting=s["weighting"],
+                          seed=diag.SCREEN["training_seed"], local=local_rule(5, s))
+    want = 100 * model.accuracy(diag.eavesdrop(run.log, 3).returned[-1], fed.clients[3].X, fed.clients[3].y)
+    assert next(r for r in out if r["data_seed"] == 0)["acc_last_returned"]["5"][3] == pytest.approx(want)
+    with pytest.raises(ValueError, match="local_steps"):
+        diag.screen_draws(candidates=1, local_steps=(2,))
+    with pytest.raises(ValueError, match="local_steps"):
+        diag.screen_draws(candidates=1, local_steps=())
+
+
+def test_run_draw_data_seeds(monkeypatch):
+    seen = []
+
+    def fake_attack(seed, labels, data_seed=None, overrides=None):
+        seen.append((seed, data_seed))
+        return seed
+
+    monkeypatch.setattr(diag, "attack_seed", fake_attack)
+    monkeypatch.setattr(diag, "rows_of", lambda a, seed: [{"seed": seed, "client": 0}])
+    fresh, fixed, screened = diag.DRAWS
+    assert [r["data_seed"] for r in diag.run_draw(fresh, [3, 4])] == [3, 4]  # a fresh draw follows the seed
+    assert [r["data_seed"] for r in diag.run_draw(fixed, [3, 4])] == [0, 0]
+    assert [r["data_seed"] for r in diag.run_draw(screened, [3, 4], screened=17)] == [17, 17]
+    assert seen == [(3, None), (4, None), (3, 0), (4, 0), (3, 17), (4, 17)]
+    with pytest.raises(ValueError, match="screened"):
+        diag.run_draw(screened, [0])
+    with pytest.raises(ValueError, match="unknown variant"):
+        diag.run_draw("nope", [0])
+
+
+def test_per_client_spread():
+    fixed = list(diag.DRAWS)[1]
+    recs = [{"variant": fixed, "seed": sd, "local_steps": 1, "client": c, "acc_last_returned": 0.5 + 0.1 * sd,
+             "acc_decoded": 0.7, "acc_local_optimum": 1.0} for sd in (0, 1, 2) for c in (0, 1)]
+    recs += [{**r, "variant": next(iter(diag.VARIANTS))} for r in recs if r["seed"] == 0]
+    out = diag.per_client(recs)
+    assert [(o["variant"], o["client"]) for o in out] == [(next(iter(diag.VARIANTS)), 0), (next(iter(diag.VARIANTS)), 1),
+                                                          (fixed, 0), (fixed, 1)]
+    assert out[2]["acc_last_returned"] == pytest.approx(60.0) and out[2]["sd_acc_last_returned"] == pytest.approx(10.0)
+    assert out[2]["gain"] == pytest.approx(10.0) and out[2]["seeds"] == 3 and out[2]["sd_acc_decoded"] == 0.0
+    assert out[0]["seeds"] == 1 and out[0]["sd_acc_last_returned"] == 0.0  # one seed: no spread
+    assert [o["variant"] for o in diag.summary(recs)] == [next(iter(diag.VARIANTS)), fixed]  # draws kept

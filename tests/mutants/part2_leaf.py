@@ -66,3 +66,20 @@ MUTANTS += [
     Mutant("ceiling_from_decoded", XUL, '100 * mean(r["acc_local_optimum"] for r in recs)',
            '100 * mean(r["acc_decoded"] for r in recs)', "ledger: the ceiling read from the decoded models"),
 ]
+MUTANTS += [
+    Mutant("screen_against_decoded_row", DIAG, 'zip(acc[str(k)], PAPER_TABLE1[k]["last returned"])',
+           'zip(acc[str(k)], PAPER_TABLE1[k]["decoded"])',
+           "draw screen: distance to the paper's decoded rows instead of its last returned rows"),
+    Mutant("screen_one_row_only", DIAG, 'sq += [(a - p) ** 2', 'sq = [(a - p) ** 2',
+           "draw screen: the distance keeps only the last row's cells"),
+    Mutant("screen_farthest_first", DIAG, 'return sorted(out, key=lambda r: r["distance"])',
+           'return sorted(out, key=lambda r: r["distance"], reverse=True)',
+           "draw screen: the farthest draw ranked first"),
+    Mutant("per_client_sd_of_means", DIAG, 'row[k], row["sd_" + k] = mean(xs), (stdev(xs) if len(xs) > 1 else 0.0)',
+           'row[k], row["sd_" + k] = mean(xs), (stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else 0.0)',
+           "per-client spread: the standard error reported as the spread over training seeds"),
+    Mutant("summary_drops_draws", DIAG, 'names = [v for v in {**VARIANTS, **DRAWS} if', 'names = [v for v in VARIANTS if',
+           "summary: the data-draw study's rows dropped"),
+    Mutant("draw_seed_recorded_wrong", DIAG, '"data_seed": seed if ds is None else ds',
+           '"data_seed": ds', "data-draw study: a fresh draw's data seed not recorded"),
+]

@@ -90,6 +90,8 @@ PLAN: tuple[Job, ...] = (
         "Xu & Neglia Table 1, LEAF reference labels (chapter's rule comparison)", 0.4, scale="quick"),
     Job("part2_leaf_diagnostics", "part2_leaf_diagnostics", ("--seeds", "3"),
         "Xu & Neglia Table 1 controlled experiments (one change at a time)", 5, scale="quick"),
+    Job("part2_leaf_diagnostics_draws", "part2_leaf_diagnostics", ("--study", "draws", "--seeds", "5"),
+        "Xu & Neglia Table 1 data-draw study (fresh, fixed and screened draws; 5 training seeds)", 5, scale="quick"),
     Job("part2_subset_benchmark", "part2_subset_benchmark", ("--subsets", "10000000"),
         "Diana App. C.1 (messages chosen to minimise cond(Θ_out), 10^7 random subsets)", 25, scale="fixed"),
     Job("part3_table1_medical", "part3_table1", ("--task", "Medical", *SEEDS), "Diana Table 1 Medical", 15),
