@@ -217,13 +217,16 @@ def test_run_draw_data_seeds(monkeypatch):
 
     monkeypatch.setattr(diag, "attack_seed", fake_attack)
     monkeypatch.setattr(diag, "rows_of", lambda a, seed: [{"seed": seed, "client": 0}])
-    fresh, fixed, screened = diag.DRAWS
+    fresh, fixed, screened, second, third = diag.DRAWS
     assert [r["data_seed"] for r in diag.run_draw(fresh, [3, 4])] == [3, 4]  # a fresh draw follows the seed
     assert [r["data_seed"] for r in diag.run_draw(fixed, [3, 4])] == [0, 0]
-    assert [r["data_seed"] for r in diag.run_draw(screened, [3, 4], screened=17)] == [17, 17]
-    assert seen == [(3, None), (4, None), (3, 0), (4, 0), (3, 17), (4, 17)]
+    assert [r["data_seed"] for r in diag.run_draw(screened, [3, 4], screened=[17, 5, 9])] == [17, 17]
+    assert [r["data_seed"] for r in diag.run_draw(third, [3], screened=[17, 5, 9])] == [9]
+    assert seen == [(3, None), (4, None), (3, 0), (4, 0), (3, 17), (4, 17), (3, 9)]
     with pytest.raises(ValueError, match="screened"):
         diag.run_draw(screened, [0])
+    with pytest.raises(ValueError, match="screened"):
+        diag.run_draw(second, [0], screened=[17])
     with pytest.raises(ValueError, match="unknown variant"):
         diag.run_draw("nope", [0])
 

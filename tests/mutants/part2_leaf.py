@@ -80,6 +80,8 @@ MUTANTS += [
            "per-client spread: the standard error reported as the spread over training seeds"),
     Mutant("summary_drops_draws", DIAG, 'names = [v for v in {**VARIANTS, **DRAWS} if', 'names = [v for v in VARIANTS if',
            "summary: the data-draw study's rows dropped"),
+    Mutant("screened_rank_ignored", DIAG, "ds = screened[rank]", "ds = screened[0]",
+           "data-draw study: every screened variant runs the closest draw"),
     Mutant("draw_seed_recorded_wrong", DIAG, '"data_seed": seed if ds is None else ds',
            '"data_seed": ds', "data-draw study: a fresh draw's data seed not recorded"),
 ]
