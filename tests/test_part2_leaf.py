@@ -243,3 +243,27 @@ def test_per_client_spread():
     assert out[2]["gain"] == pytest.approx(10.0) and out[2]["seeds"] == 3 and out[2]["sd_acc_decoded"] == 0.0
     assert out[0]["seeds"] == 1 and out[0]["sd_acc_last_returned"] == 0.0  # one seed: no spread
     assert [o["variant"] for o in diag.summary(recs)] == [next(iter(diag.VARIANTS)), fixed]  # draws kept
+
+
+def test_draws_sentence():
+    from flprivacy.ledger.xu_neglia import _draws_sentence
+
+    fresh, fixed, first, second, third = diag.DRAWS
+    recs = []
+    for v, gain3, gain0 in ((fresh, 0.0, 0.0), (first, 0.3, 0.1), (second, 0.2, 0.05), (third, 0.0, 0.1)):
+        for s in (1, 5, 10):
+            for seed in (0, 1):
+                for c in range(5):
+                    g = gain3 if c == 3 else gain0 if c == 0 else 0.0
+                    recs.append({"variant": v, "seed": seed, "local_steps": s, "client": c,
+                                 "acc_last_returned": 0.5, "acc_decoded": 0.5 + g})
+    rec = {"data": {"records": recs, "variants": diag.DRAWS, "seeds": 2, "screen_settings": diag.SCREEN}}
+    text = _draws_sentence(rec)
+    # mean gains over clients: (30 + 10) / 5 = 8, (20 + 5) / 5 = 5, 10 / 5 = 2 points; none reaches 10
+    assert "+8.0, +5.0, +2.0 points" in text and "met on 0 of 3" in text
+    assert "client 3 gains most at 1/5/10 steps on 2 of 3" in text and "follows the data draw" not in text
+    for r in recs:
+        if r["variant"] in (first, second) and r["client"] == 3:
+            r["acc_decoded"] = 1.0  # gain 50 points on client 3: mean gain 10 + client 0's
+    assert "met on 2 of 3" in _draws_sentence(rec) and "follows the data draw" in _draws_sentence(rec)
+    assert _draws_sentence(None) == ""

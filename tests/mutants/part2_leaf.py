@@ -85,3 +85,9 @@ MUTANTS += [
     Mutant("draw_seed_recorded_wrong", DIAG, '"data_seed": seed if ds is None else ds',
            '"data_seed": ds', "data-draw study: a fresh draw's data seed not recorded"),
 ]
+MUTANTS += [
+    Mutant("draws_client3_reads_gain_claim", XUL,
+           'if table1_claims(table1_numbers([r for r in recs if r["variant"] == k]))[3]["verdict"].ok]',
+           'if table1_claims(table1_numbers([r for r in recs if r["variant"] == k]))[1]["verdict"].ok]',
+           "ledger, data-draw study: client 3's claim counted with the gain claim's verdict"),
+]
