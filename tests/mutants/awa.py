@@ -65,7 +65,7 @@ MUTANTS = [
     Mutant("top_ascending", AWA, "top_mean[torch.argsort(e_mean, descending=True, stable=True)[:n_mean]] = True",
            "top_mean[torch.argsort(e_mean, descending=False, stable=True)[:n_mean]] = True",
            "eq. 28: the layers with the LARGEST relative mean error"),
-    Mutant("union_not_intersection", AWA, "mask = top_mean & top_var", "mask = top_mean | top_var",
+    Mutant("union_not_intersection", AWA, "return top_mean & top_var", "return top_mean | top_var",
            "eq. 30: 𝒫 = 𝒫_mean ∩ 𝒫_var"),
     Mutant("enhanced_multiplies", AWA, "w[mask] = float(Q.q_en)", "w[mask] = w[mask] * float(Q.q_en)",
            "eq. 27: q^(l) is SET to q_en"),
