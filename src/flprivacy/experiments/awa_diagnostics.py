@@ -110,6 +110,15 @@ class _EvalBatchNorm(nn.BatchNorm2d):
                             training=False, eps=self.eps)
 
 
+def scores(images: Tensor, X: Tensor) -> dict:
+    """A reconstruction's scores against the client's images (on the CPU, whatever their device):
+    Hungarian-matched PSNR, SSIM (scikit-image's window) and MSE, SSIM as Song §5.1 writes it
+    (``ssim_global``), and the images themselves (``images``, on the CPU)."""
+    images, X = images.detach().cpu(), X.cpu()
+    q = quality(images, X)
+    return dict(q.summary(), ssim_global=float(global_ssim(images[q.index], X).mean()), images=images)
+
+
 def make_model(name: str) -> FLModel:
     """The diagnostics' models: ``resnet18`` (the library's), ``resnet18-sigmoid``,
     ``resnet18-bn-eval``, ``resnet18-normalised`` and ``relu-cnn`` (small CNN with ReLU at 32x32, width 16)."""
@@ -275,12 +284,10 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
                 break
     seconds = time.perf_counter() - t0
     images = x.detach().clamp(0, 1)
-    q = quality(images.cpu(), X.cpu())
     with torch.enable_grad():
         pred = awa.replay(model, pb.start, images, targets().detach(), lr=pb.lr, batches=pb.batches,
                           epochs=pb.epochs).detach()
-    out = dict(q.summary(), ssim_global=float(global_ssim(images.cpu()[q.index], X.cpu()).mean()), images=images.cpu(),
-               objective=float(update_distance(pred, pb.target, "l2")),
+    out = dict(scores(images, X), objective=float(update_distance(pred, pb.target, "l2")),
                objective_start=float(update_distance(awa.replay(model, pb.start, torch.full_like(images, 0.5),
                                                                 pb.labels, lr=pb.lr, batches=pb.batches,
                                                                 epochs=pb.epochs).detach(), pb.target, "l2")),

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import subprocess
 import sys
 import time
@@ -50,9 +51,8 @@ import torch
 from ..attacks import awa
 from ..config import base_seed, child_seed
 from ..ledger.song import CASES, TABLE_III, TABLE_IV
-from ..metrics import quality
 from . import positive_int, result_path, save_result
-from .awa_diagnostics import Variant, global_ssim, make_model, run_variant
+from .awa_diagnostics import Variant, make_model, run_variant, scores
 from .awa_table4 import client_images
 
 NAME = "awa_table4_resnet18"
@@ -126,10 +126,7 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
                                                seed=child_seed(s, 2))
         rec = awa.agic_attack(model, theta, theta_next, labels=yd[orders[0]], image_shape=(3, 32, 32), lr=1e-3,
                               epochs=E, batches=B, attack_lr=0.1, iterations=iterations, seed=child_seed(s, 3))
-        images = rec.images.cpu()
-        q = quality(images, X)
-        out = dict(q.summary(), ssim_global=float(global_ssim(images[q.index], X).mean()), seconds=rec.seconds,
-                   evaluations=rec.settings["iterations_run"], Q=None, images=images)
+        out = dict(scores(rec.images, X), seconds=rec.seconds, evaluations=rec.settings["iterations_run"], Q=None)
     else:
         v = Variant(name=f"{r.method}, {r.model}, {r.case}", change="Table IV cell at ResNet-18", method=r.method,
                     model=r.model, n_images=4, epochs=E, batches=B, gradient_scale=sigmoid)
@@ -148,8 +145,6 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
 
 def done(r: Run, iterations: int) -> bool:
     """Whether the run's file exists with this iteration budget."""
-    import json
-
     path = result_path(r.file_name, "paper")
     return path.is_file() and json.loads(path.read_text())["data"].get("iterations") == iterations
 
@@ -162,8 +157,6 @@ def work(runs: list[Run], *, iterations: int, device: str, workers: int, commit:
         data["workers"] = workers
         path = save_result(r.file_name, data, seeds=[seed()], scale_="paper")
         if commit:  # a copy of the tree on another machine: its .git may be absent or stale
-            import json
-
             rec = json.loads(path.read_text())
             rec["commit_git"], rec["commit"] = rec["commit"], commit
             path.write_text(json.dumps(rec, indent=1) + "\n")
