@@ -85,10 +85,18 @@ def test_text_columns_are_left_aligned_and_wrap():
     s = style(df, percent=["acc"])
     html = s.to_html()
     css = {k: [p for p in v] for k, v in ((t["selector"], t["props"]) for t in s.table_styles)}
-    left = [sel for sel, props in css.items() if ("white-space", "normal") in props]
+    left = [sel for sel, props in css.items() if ("white-space", "normal") in props and sel != "th"]
     assert len(left) == 2 and ".col0" in " ".join(left) and ".col2" in " ".join(left)   # the two text columns
     assert not any(".col1" in sel for sel in left)                                       # numbers stay right
     assert "white-space: normal" in html
+
+
+def test_headers_wrap_but_numbers_do_not():
+    """A long header ("gain, 10 steps (points)") wraps at its spaces instead of widening a column of
+    short numbers; a number never breaks across lines."""
+    css = {t["selector"]: t["props"] for t in style(pd.DataFrame({"gain, 10 steps": [1.5]})).table_styles}
+    assert ("white-space", "normal") in css["th"]
+    assert ("white-space", "nowrap") in css["th, td"]
 
 
 def test_caption_and_footnote_read_as_two_sentences():

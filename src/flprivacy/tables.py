@@ -11,7 +11,7 @@
   one seed; a single-seed value reads "73.2 % (1 seed)", never "± 0.00";
 - cells padded (CSS), so adjacent numbers never run together; columns of text (an attack's
   name, a verdict, a command) are left-aligned and wrap, so that a long sentence does not
-  widen the table past a narrow screen.
+  widen the table past a narrow screen; headers wrap at their spaces, numbers never.
 
 Example::
 
@@ -40,7 +40,9 @@ SEED_COLUMNS = ("seed", "seeds", "base_seed", "random_state")
 CELL_CSS = [
     {"selector": "th, td", "props": [("padding", "0.3em 0.8em"), ("text-align", "right"),
                                      ("white-space", "nowrap"), ("vertical-align", "top")]},
-    {"selector": "th", "props": [("border-bottom", "1px solid #888"), ("font-weight", "600")]},
+    # a header wraps at its spaces: "gain, 10 steps (points)" must not widen a column of short numbers
+    {"selector": "th", "props": [("border-bottom", "1px solid #888"), ("font-weight", "600"),
+                                 ("white-space", "normal")]},
     {"selector": "td:first-child, th:first-child", "props": [("text-align", "left")]},
     {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
                                       ("font-size", "0.9em"), ("padding-top", "0.4em")]},
