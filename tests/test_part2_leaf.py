@@ -217,7 +217,7 @@ def test_run_draw_data_seeds(monkeypatch):
 
     monkeypatch.setattr(diag, "attack_seed", fake_attack)
     monkeypatch.setattr(diag, "rows_of", lambda a, seed: [{"seed": seed, "client": 0}])
-    fresh, fixed, screened, second, third = diag.DRAWS
+    fresh, fixed, screened, second, third = list(diag.DRAWS)[:5]
     assert [r["data_seed"] for r in diag.run_draw(fresh, [3, 4])] == [3, 4]  # a fresh draw follows the seed
     assert [r["data_seed"] for r in diag.run_draw(fixed, [3, 4])] == [0, 0]
     assert [r["data_seed"] for r in diag.run_draw(screened, [3, 4], screened=[17, 5, 9])] == [17, 17]
@@ -248,7 +248,8 @@ def test_per_client_spread():
 def test_draws_sentence():
     from flprivacy.ledger.xu_neglia import _draws_sentence
 
-    fresh, fixed, first, second, third = diag.DRAWS
+    fresh, fixed, first, second, third = list(diag.DRAWS)[:5]
+    assert len(diag.DRAWS) == 2 + diag.SCREENED_DRAWS
     recs = []
     for v, gain3, gain0 in ((fresh, 0.0, 0.0), (first, 0.3, 0.1), (second, 0.2, 0.05), (third, 0.0, 0.1)):
         for s in (1, 5, 10):
@@ -257,7 +258,8 @@ def test_draws_sentence():
                     g = gain3 if c == 3 else gain0 if c == 0 else 0.0
                     recs.append({"variant": v, "seed": seed, "local_steps": s, "client": c,
                                  "acc_last_returned": 0.5, "acc_decoded": 0.5 + g})
-    rec = {"data": {"records": recs, "variants": diag.DRAWS, "seeds": 2, "screen_settings": diag.SCREEN}}
+    rec = {"data": {"records": recs, "variants": {k: diag.DRAWS[k] for k in (fresh, fixed, first, second, third)},
+                    "seeds": 2, "screen_settings": diag.SCREEN}}
     text = _draws_sentence(rec)
     # mean gains over clients: (30 + 10) / 5 = 8, (20 + 5) / 5 = 5, 10 / 5 = 2 points; none reaches 10
     assert "+8.0, +5.0, +2.0 points" in text and "met on 0 of 3" in text

@@ -428,3 +428,42 @@ def test_the_rule_on_a_copy_of_the_library(tmp_path):
     path.write_text("".join([*lines[:body.lineno - 1], " " * body.col_offset + "pass\n", *lines[body.lineno - 1:]]))
     assert FP.check_sources(sources, units, tmp_path) == (False, "flprivacy/optimum.py:tuned_local_models changed "
                                                                  "since the run")
+
+
+def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monkeypatch):
+    """A command runs its own module as ``__main__``, which the record's ``sources`` do not list:
+    the rule reads that module at the record's commit (git), so an edit to the experiment's own
+    code (its settings, its main) makes its file stale; with an unknown or "+dirty" commit the
+    module's code at the run is unknown, and the file is stale."""
+    import hashlib
+
+    import flprivacy.experiments as E
+    from flprivacy.experiments import fingerprint as FP
+
+    import flprivacy.experiments.part3_table1  # noqa: F401
+    own = "flprivacy/experiments/part3_table1.py"
+    sources, units = E.library_sources(), E.library_source_units()
+    here = E._imported_library_files()[own]
+    data = open(here, "rb").read()
+    sources.pop(own), units.pop(own)  # as a record of `python -m flprivacy.experiments.part3_table1` holds them
+    record = {"command": JOB.command, "commit": "abc", "sources": sources, "source_units": units}
+    _fake(tmp_path, monkeypatch, record)
+    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (hashlib.sha256(data).hexdigest()[:16],
+                                                                   FP.source_units(data)) if rel == own else None)
+    assert R.status(JOB) == (True, "current")
+    line = FP.source_units(data)
+    digest = FP.decode_units(line)[0]["PAPER_SETTINGS"]
+    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (
+        "0" * 16, line.replace(f"PAPER_SETTINGS={digest}", "PAPER_SETTINGS=" + "0" * 12)))
+    assert R.status(JOB) == (False, f"{own}:PAPER_SETTINGS changed since the run")
+    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: None)
+    current, why = R.status(JOB)
+    assert not current and own in why and "not in the record" in why
+    monkeypatch.undo()
+    # the real look-up: none for an unknown or uncommitted run, the committed bytes otherwise
+    assert R.module_at_commit("abc+dirty", own) is None and R.module_at_commit("", own) is None
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=R.project_root()).stdout.strip()
+    if head:
+        assert R.module_at_commit(head, "flprivacy/no_such_file.py") is None
+        committed = subprocess.run(["git", "show", f"HEAD:src/{own}"], capture_output=True, cwd=R.project_root()).stdout
+        assert R.module_at_commit(head, own) == (hashlib.sha256(committed).hexdigest()[:16], FP.source_units(committed))

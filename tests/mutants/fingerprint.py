@@ -64,7 +64,14 @@ MUTANTS = [
     Mutant("fingerprint_read_at_save", EXP, "@functools.lru_cache(maxsize=None)  # a run fingerprints",
            "# a run fingerprints", "the units are read again at the save: an edit made during a run is recorded"),
     Mutant("status_ignores_units", REP,
-           'same, changed = sources_unchanged(record["sources"], units if isinstance(units, dict) else None)',
-           'same, changed = sources_unchanged(record["sources"], None)',
+           'same, changed = sources_unchanged(sources, units)',
+           'same, changed = sources_unchanged(sources, None)',
            "new records are judged by whole files: every docstring edit makes them stale"),
+    Mutant("own_module_ignored", REP, "if own not in sources:  # run as __main__",
+           "if False:  # run as __main__",
+           "the command's own module (run as __main__, absent from its record) is never judged: an edit to an "
+           "experiment's settings keeps its file current"),
+    Mutant("own_module_by_whole_file", REP, "                units[own] = at_commit[1]",
+           "                pass",
+           "the own module is judged by its whole-file hash: a docstring edit to an experiment makes its file stale"),
 ]

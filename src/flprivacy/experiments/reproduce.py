@@ -22,7 +22,10 @@ one for the remaining top-level statements) is judged unit by unit: it stays cur
 recorded unit keeps its hash and its order, and every unit added since only binds a new name
 that the recorded code never refers to (a docstring edit or a new function leaves it current; a
 changed function body, default argument, constant or import, or a removed function, makes it
-stale; the rule and its limits are in ``flprivacy.experiments.fingerprint``). Every other
+stale; the rule and its limits are in ``flprivacy.experiments.fingerprint``). The command's own
+module runs as ``__main__``, so it is not among the imports a record lists: it is read at the
+record's commit (:func:`module_at_commit`) and judged the same way, and a record whose commit is
+unknown or "+dirty" is stale (an edit to an experiment's own settings or ``main`` reruns it). Every other
 command runs, each in its own process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
 others go on. Interrupt it at any time: finished files stay, and the next call resumes.
 
@@ -91,8 +94,11 @@ PLAN: tuple[Job, ...] = (
     Job("part2_leaf_diagnostics", "part2_leaf_diagnostics", ("--seeds", "3"),
         "Xu & Neglia Table 1 controlled experiments (one change at a time)", 5, scale="quick"),
     Job("part2_leaf_diagnostics_draws", "part2_leaf_diagnostics", ("--study", "draws", "--seeds", "5"),
-        "Xu & Neglia Table 1 data-draw study (fresh, fixed and three screened draws; 5 training seeds)", 7,
+        "Xu & Neglia Table 1 data-draw study (fresh, fixed and ten screened draws; 5 training seeds)", 12,
         scale="quick"),
+    Job("part2_leaf_diagnostics_draws_reference", "part2_leaf_diagnostics",
+        ("--study", "draws", "--labels", "leaf-reference", "--seeds", "5"),
+        "Xu & Neglia Table 1 data-draw study with LEAF's reference labels", 12, scale="quick"),
     Job("part2_subset_benchmark", "part2_subset_benchmark", ("--subsets", "10000000"),
         "Diana App. C.1 (messages chosen to minimise cond(Θ_out), 10^7 random subsets)", 25, scale="fixed"),
     Job("part3_table1_medical", "part3_table1", ("--task", "Medical", *SEEDS), "Diana Table 1 Medical", 15),
@@ -151,6 +157,30 @@ def library_unchanged_since(commit: str) -> bool:
         return False
 
 
+def module_at_commit(commit: str, rel: str) -> tuple[str, str | None] | None:
+    """The whole-file hash and the units (``fingerprint.source_units``) of library file ``rel``
+    (``"flprivacy/<path>.py"``) as committed at ``commit``, or None when the commit is unknown,
+    "+dirty" (the file the run read may differ from the commit's) or lacks the file.
+
+    A command runs its own module as ``__main__``, which the record's ``sources`` (the library
+    modules the run imported) do not list; a run from a clean commit read that module as committed
+    there, so :func:`status` judges it by this, as if the record had listed it."""
+    import hashlib
+
+    from .fingerprint import source_units
+
+    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+        return None
+    try:
+        proc = subprocess.run(["git", "show", f"{commit}:src/{rel}"], cwd=project_root(), capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return hashlib.sha256(proc.stdout).hexdigest()[:16], source_units(proc.stdout)
+
+
 def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] | None = None
                       ) -> tuple[bool, str]:
     """``(unchanged, what changed)``: is the library code a run imported (its record's ``sources``
@@ -196,8 +226,18 @@ def status(job: Job) -> tuple[bool, str]:
     if _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
         return False, f"file made by another command: {record.get('command')!r}"
     if isinstance(record.get("sources"), dict) and record["sources"]:
-        units = record.get("source_units")
-        same, changed = sources_unchanged(record["sources"], units if isinstance(units, dict) else None)
+        sources = dict(record["sources"])
+        units = dict(record["source_units"]) if isinstance(record.get("source_units"), dict) else None
+        own = f"flprivacy/experiments/{job.module}.py"
+        if own not in sources:  # run as __main__, the command's own module is not among the imports it recorded
+            at_commit = module_at_commit(str(record.get("commit") or ""), own)
+            if at_commit is None:
+                return False, (f"{own} is not in the record and its commit {str(record.get('commit'))[:12]!r} does "
+                               "not give it (unknown or uncommitted changes)")
+            sources[own] = at_commit[0]
+            if units is not None and at_commit[1] is not None:
+                units[own] = at_commit[1]
+        same, changed = sources_unchanged(sources, units)
         return (True, "current") if same else (False, changed)
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
