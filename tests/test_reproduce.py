@@ -467,3 +467,12 @@ def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monke
         assert R.module_at_commit(head, "flprivacy/no_such_file.py") is None
         committed = subprocess.run(["git", "show", f"HEAD:src/{own}"], capture_output=True, cwd=R.project_root()).stdout
         assert R.module_at_commit(head, own) == (hashlib.sha256(committed).hexdigest()[:16], FP.source_units(committed))
+
+
+def test_recorded_runtime_reads_the_files_cost(tmp_path, monkeypatch):
+    _fake(tmp_path, monkeypatch, {"command": JOB.command, "runtime": {"wall_seconds": 12.5, "cpu_seconds": 12.0}})
+    assert R.recorded_runtime(JOB) == 12.5
+    _fake(tmp_path, monkeypatch, {"command": JOB.command})
+    assert R.recorded_runtime(JOB) is None
+    monkeypatch.setattr(R, "result_path", lambda name, scale_=None: tmp_path / "absent.json")
+    assert R.recorded_runtime(JOB) is None

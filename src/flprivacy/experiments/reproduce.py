@@ -244,6 +244,19 @@ def status(job: Job) -> tuple[bool, str]:
     return True, "current"
 
 
+def recorded_runtime(job: Job) -> float | None:
+    """The wall seconds the job's result file records for its run (``runtime.wall_seconds``), or None
+    when the file or that field is missing."""
+    import json
+
+    path = result_path(job.result, job.scale)
+    try:
+        seconds = json.loads(path.read_text()).get("runtime", {}).get("wall_seconds")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+    return float(seconds) if isinstance(seconds, (int, float)) else None
+
+
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job in its own process (at its scale, one torch thread); return its record."""
     env = {**os.environ, SCALE_ENV: job.scale, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -283,6 +296,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             records.append({"result": job.file, "command": job.command, "status": "skipped", "seconds": 0.0})
         else:
             todo.append(job)
+    spent = [recorded_runtime(j) for j in plan if j not in todo]
+    if spent:
+        timed = [x for x in spent if x is not None]
+        print(f"current: {len(spent)} of {len(plan)} files; {len(timed)} record their run's cost, together "
+              f"{sum(timed) / 3600:.1f} h of wall time on one core each"
+              + (f" ({len(spent) - len(timed)} made before costs were recorded)" if len(timed) < len(spent) else ""))
     known = [j.estimate_min for j in todo if j.estimate_min > 0]
     print(f"to run: {len(todo)} of {len(plan)} commands, about {sum(known) / 60:.1f} h of one core's time for the "
           f"{len(known)} with a recorded estimate ({sum(known) / 60 / max(args.jobs, 1):.1f} h at --jobs {args.jobs})")
