@@ -142,14 +142,19 @@ PLAN: tuple[Job, ...] = (
 """The paper-scale commands, in the order they run (cheap and central results first)."""
 
 
-def _git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=True, timeout=30)
+def _git(*args: str, text: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=text, timeout=30)
+
+
+def _known_commit(commit: str) -> bool:
+    """Whether ``commit`` names the code a run read: not empty, "unknown" or "+dirty"."""
+    return bool(commit) and commit != "unknown" and not commit.endswith("+dirty")
 
 
 def library_unchanged_since(commit: str) -> bool:
     """True when ``src/`` at ``commit`` equals ``src/`` of the working tree (a "+dirty" or unknown
     commit never does: its sources are not known)."""
-    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+    if not _known_commit(commit):
         return False
     try:
         return _git("diff", "--quiet", commit, "--", "src").returncode == 0
@@ -169,11 +174,10 @@ def module_at_commit(commit: str, rel: str) -> tuple[str, str | None] | None:
 
     from .fingerprint import source_units
 
-    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+    if not _known_commit(commit):
         return None
     try:
-        proc = subprocess.run(["git", "show", f"{commit}:src/{rel}"], cwd=project_root(), capture_output=True,
-                              timeout=30)
+        proc = _git("show", f"{commit}:src/{rel}", text=False)  # the bytes, as the run hashed them
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
