@@ -7,6 +7,7 @@ import json
 import pkgutil
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -98,15 +99,19 @@ def test_every_committed_paper_scale_part2_and_part3_file_is_planned():
     assert not missing, f"committed Part II/III result files that reproduce.PLAN does not remake: {missing}"
 
 
-def test_a_job_runs_at_its_scale(monkeypatch):
+def test_a_job_runs_at_its_scale(tmp_path, monkeypatch):
     """The subprocess gets the job's scale; a fixed job runs without the variable, as its file records."""
     seen = {}
 
-    def fake_run(cmd, env, **kw):
-        seen[cmd[2]] = env.get("FLPRIVACY_SCALE")
-        return subprocess.CompletedProcess(cmd, 0, "", "")
+    class FakePopen:
+        def __init__(self, cmd, env, **kw):
+            seen[cmd[2]] = env.get("FLPRIVACY_SCALE")
 
-    monkeypatch.setattr(R.subprocess, "run", fake_run)
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(R.subprocess, "Popen", FakePopen)
+    monkeypatch.setattr(R, "LOG_DIR", tmp_path)
     for scale in ("paper", "quick", "fixed"):
         job = R.Job("x", "part2_toy", (), scale=scale)
         assert R.run_job(job)["status"] == "ran"
@@ -114,6 +119,62 @@ def test_a_job_runs_at_its_scale(monkeypatch):
         assert ("FLPRIVACY_SCALE" in job.command) == (scale != "fixed")
     with pytest.raises(ValueError, match="scale"):
         R.Job("x", "part2_toy", (), scale="huge")
+
+
+def _stand_in(tmp_path, monkeypatch, body: str) -> R.Job:
+    """A job whose 'interpreter' is a shell script running ``body`` (its log goes to tmp_path)."""
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(R, "PYTHON", str(script))
+    monkeypatch.setattr(R, "LOG_DIR", tmp_path / "logs")
+    monkeypatch.setattr(R, "project_root", lambda: tmp_path)
+    return R.Job("x", "part2_toy", ())
+
+
+def test_a_failing_job_reports_its_last_line_and_its_log(tmp_path, monkeypatch):
+    """The output goes to the job's log, not a pipe; a failure quotes the log's last line and names it."""
+    job = _stand_in(tmp_path, monkeypatch, "echo working; echo 'ValueError: bad seed' >&2; exit 3")
+    rec = R.run_job(job)
+    assert rec["status"] == "failed" and rec["error"] == ["ValueError: bad seed"]
+    assert rec["log"] == "logs/x.log" and "working" in (tmp_path / "logs" / "x.log").read_text()
+    job = _stand_in(tmp_path, monkeypatch, "echo done")
+    assert R.run_job(job)["status"] == "ran"
+
+
+def test_stop_running_ends_running_jobs_and_keeps_queued_ones_from_starting(tmp_path, monkeypatch):
+    """An interrupt stops the children (they used to run on, writing into a closed pipe)."""
+    import threading
+    job = _stand_in(tmp_path, monkeypatch, "echo started; exec sleep 60")
+    monkeypatch.setattr(R, "_stopping", threading.Event())
+    records = []
+    worker = threading.Thread(target=lambda: records.append(R.run_job(job)))
+    worker.start()
+    log = tmp_path / "logs" / "x.log"
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "started" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert R.stop_running(timeout=5) == 1
+    worker.join(10)
+    assert not worker.is_alive() and records[0]["status"] == "stopped" and records[0]["seconds"] < 30
+    assert R.run_job(job)["status"] == "stopped"  # a queued job does not start after the stop
+    assert not R._running
+
+
+def test_an_interrupt_stops_the_running_jobs(tmp_path, monkeypatch):
+    """Ctrl-C (or SIGTERM, turned into it) in the parent stops its children, then propagates."""
+    stops = []
+    monkeypatch.setattr(R, "status", lambda job: (False, "stale"))
+    monkeypatch.setattr(R, "recorded_runtime", lambda job: None)
+
+    def interrupted(job):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(R, "run_job", interrupted)
+    monkeypatch.setattr(R, "stop_running", lambda timeout=30.0: stops.append(1) or 1)
+    with pytest.raises(KeyboardInterrupt):
+        R.main(["--only", R.PLAN[0].file])
+    assert stops == [1]
 
 
 def _fake(tmp_path, monkeypatch, record):

@@ -74,4 +74,10 @@ MUTANTS = [
     Mutant("own_module_by_whole_file", REP, "                units[own] = at_commit[1]",
            "                pass",
            "the own module is judged by its whole-file hash: a docstring edit to an experiment makes its file stale"),
+    Mutant("interrupt_leaves_children", REP, "        stopped = stop_running()\n", "        stopped = 0\n",
+           "an interrupted run leaves its commands running, writing into a log nobody reads"),
+    Mutant("stop_spares_queued_jobs", REP, "            if _stopping.is_set():\n                return {**out, \"status\": \"stopped\"}\n",
+           "", "after a stop, a queued command still starts"),
+    Mutant("failure_without_its_last_line", REP, "        out[\"error\"] = lines[-1:] or",
+           "        out[\"error\"] = lines[:1] or", "a failed command reports the first line of its log, not the error"),
 ]

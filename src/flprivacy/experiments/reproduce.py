@@ -27,7 +27,9 @@ module runs as ``__main__``, so it is not among the imports a record lists: it i
 record's commit (:func:`module_at_commit`) and judged the same way, and a record whose commit is
 unknown or "+dirty" is stale (an edit to an experiment's own settings or ``main`` reruns it). Every other
 command runs, each in its own process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
-others go on. Interrupt it at any time: finished files stay, and the next call resumes.
+others go on; each command's output goes to ``_build/reproduce-logs/<result>.log`` (follow a
+long one with ``tail -f``). Interrupt it at any time (Ctrl-C, or ``kill`` of this process): the
+running commands are stopped, finished files stay, and the next call resumes.
 
 The run's own record, ``book/results/reproduce.json`` (written after every finished command),
 holds each command's status (skipped, ran, failed), its wall time and the total.
@@ -38,8 +40,10 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -261,20 +265,78 @@ def recorded_runtime(job: Job) -> float | None:
     return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
+#: The interpreter each job runs under (a test may point it at a stand-in).
+PYTHON = sys.executable
+#: Where each job's output goes while it runs (``<result>.log``, overwritten by the next run of that job).
+LOG_DIR = Path("_build") / "reproduce-logs"
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def log_path(job: Job) -> Path:
+    """The file that receives ``job``'s standard output and error (watch it with ``tail -f``)."""
+    return project_root() / LOG_DIR / f"{job.result}.log"
+
+
 def run_job(job: Job) -> dict[str, Any]:
-    """Run one job in its own process (at its scale, one torch thread); return its record."""
+    """Run one job in its own process (at its scale, one torch thread); return its record.
+
+    Its output goes to :func:`log_path`, not to a pipe, so a job that outlives its parent (killed
+    rather than interrupted) still finishes and writes its file; :func:`stop_running` ends the
+    jobs that are running and keeps queued ones from starting.
+    """
     env = {**os.environ, SCALE_ENV: job.scale, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     if job.scale == "fixed":  # scale-independent: its file records the command without the variable
         env.pop(SCALE_ENV)
+    out = {"result": job.file, "command": job.command, "seconds": 0.0}
+    log = log_path(job)
+    log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", f"flprivacy.experiments.{job.module}", *job.args], env=env,
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    out = {"result": job.file, "command": job.command, "seconds": round(seconds, 1),
-           "status": "ran" if proc.returncode == 0 else "failed"}
-    if proc.returncode != 0:
-        out["error"] = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+    with open(log, "w") as sink:
+        with _running_lock:  # registered before a stop can run, so a stop never misses it
+            if _stopping.is_set():
+                return {**out, "status": "stopped"}
+            proc = subprocess.Popen([PYTHON, "-m", f"flprivacy.experiments.{job.module}", *job.args], env=env,
+                                    stdout=sink, stderr=subprocess.STDOUT, text=True)
+            _running.add(proc)
+        try:
+            returncode = proc.wait()
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    if returncode == 0:
+        out["status"] = "ran"
+    else:
+        out["status"] = "stopped" if _stopping.is_set() else "failed"
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        out["error"] = lines[-1:] or ["(no output)"]
+        out["log"] = str(log.relative_to(project_root()))
     return out
+
+
+def stop_running(timeout: float = 30.0) -> int:
+    """End every running job (SIGTERM, then SIGKILL after ``timeout`` s); queued jobs will not start.
+
+    Returns how many were running. Their result files are not written: the next run redoes them.
+    """
+    with _running_lock:
+        _stopping.set()
+        procs = list(_running)
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return len(procs)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -311,17 +373,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{len(known)} with a recorded estimate ({sum(known) / 60 / max(args.jobs, 1):.1f} h at --jobs {args.jobs})")
     if args.dry_run or not todo:
         return {"jobs": records}
+    print(f"each command's output: {LOG_DIR}/<result>.log")
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    _stopping.clear()
+    in_main = threading.current_thread() is threading.main_thread()  # only there can a handler be set
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt) if in_main else None  # `kill` acts as Ctrl-C
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+    try:
         futures = {pool.submit(run_job, job): job for job in todo}
         for fut in tqdm(as_completed(futures), total=len(futures), desc="paper-scale results"):
             rec = fut.result()
             records.append(rec)
             tqdm.write(f"{rec['status']:6} {rec['result']} in {rec['seconds'] / 60:.1f} min"
-                       + (f": {rec['error'][0]}" if rec["status"] == "failed" else ""))
+                       + (f": {rec['error'][0]} (log: {rec['log']})" if rec["status"] == "failed" else ""))
             out = {"jobs": records, "jobs_at_a_time": args.jobs, "wall_seconds": round(time.perf_counter() - t0, 1),
                    "complete": len(records) == len(plan)}
             save_result("reproduce", out, seeds=[0, 1, 2], scale_="paper")
+    except KeyboardInterrupt:
+        stopped = stop_running()
+        print(f"interrupted: {stopped} running command(s) stopped, their files not written; "
+              "finished files stay, and the next call resumes")
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
     failed = [r["result"] for r in records if r["status"] == "failed"]
     if failed:
         print(f"{len(failed)} command(s) failed: {failed}")
