@@ -1,6 +1,7 @@
 """Diana et al. 2025 in the ledger: the reconstruction results of Part II
 (:mod:`.diana_reconstruction`: Alg. 3, Thm. 1, Props. 2-3, Fig. 2) and the attribute-inference
-results of Part III (:mod:`.diana_aia`: Prop. 1, Tables 1-3, Figs. 1, 3, 4, App. C)."""
+results of Part III (:mod:`.diana_aia`: Prop. 1, Tables 1-3, Figs. 1 and 4; :mod:`.diana_sensitivity`:
+Fig. 3 and App. C.2-C.3)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,15 @@ from . import Row, record_or_none
 
 PAPER = "Diana et al. 2025"
 
-_PARTS = ("diana_reconstruction", "diana_aia")
+_PARTS = ("diana_reconstruction", "diana_aia", "diana_sensitivity")
 
 
 def rows() -> list[Row]:
-    """Both parts' rows, Part II first."""
+    """The parts' rows, Part II first. Where two parts make a row of the same id, the later one's
+    replaces the earlier one's (in the later part's order): :mod:`.diana_sensitivity` decides Fig. 3 and App. C.2-C.3
+    with margins from the theory, and the rows of ``diana_aia._fig3_rows`` it replaces stay there
+    only because the experiments import :mod:`.diana_aia`'s tables (editing that module would mark
+    their result files as changed)."""
     out: list[Row] = []
     for part in _PARTS:
         try:
@@ -26,7 +31,9 @@ def rows() -> list[Row]:
             if e.name != f"{__package__}.{part}":
                 raise
             continue
-        out.extend(mod.rows())
+        new = mod.rows()
+        ids = {r.result_id for r in new}
+        out = [r for r in out if r.result_id not in ids] + new
     loaded: dict[str, dict[str, Any] | None] = {}  # each Grad row's file, read once for all its rows
 
     def record(file: str) -> dict[str, Any] | None:
