@@ -177,6 +177,27 @@ def test_an_interrupt_stops_the_running_jobs(tmp_path, monkeypatch):
     assert stops == [1]
 
 
+def test_the_plan_record_sums_the_current_files_recorded_times(tmp_path, monkeypatch):
+    """reproduce.json says where the whole plan stands: an end-to-end run made across sessions."""
+    plan = [R.Job("a", "part2_toy"), R.Job("b", "part2_toy"), R.Job("c", "part2_toy")]
+    state = {"a": (True, "current"), "b": (True, "current"), "c": (False, "no result file")}
+    cost = {"a": 100.0, "b": None, "c": 50.0}
+    monkeypatch.setattr(R, "status", lambda job: state[job.result])
+    monkeypatch.setattr(R, "recorded_runtime", lambda job: cost[job.result])
+    monkeypatch.setattr(R, "result_path", lambda name, scale_=None: tmp_path / f"{name}.json")
+    (tmp_path / "a.json").write_text(json.dumps({"date": "2026-11-26", "commit": "0123456789abcdef"}))
+    rec = R.plan_record(plan)
+    assert (rec["current"], rec["planned"], rec["complete"]) == (2, 3, False)
+    assert rec["one_core_seconds_of_current"] == 100.0 and rec["current_without_runtime"] == 1  # c is not current
+    assert rec["jobs"][0]["commit"] == "0123456789ab" and rec["jobs"][2]["why"] == "no result file"
+    saved = {}
+    monkeypatch.setattr(R, "PLAN", plan)
+    monkeypatch.setattr(R, "save_result", lambda name, data, **kw: saved.update({name: data}))
+    monkeypatch.setattr(R, "status", lambda job: (True, "current"))
+    R.main([])  # nothing left to run: the record is still written
+    assert saved["reproduce"]["plan"]["complete"] and saved["reproduce"]["this_call"]["jobs"][0]["status"] == "skipped"
+
+
 def _fake(tmp_path, monkeypatch, record):
     path = tmp_path / "x.json"
     path.write_text(json.dumps(record))

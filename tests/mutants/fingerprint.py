@@ -78,6 +78,9 @@ MUTANTS = [
            "an interrupted run leaves its commands running, writing into a log nobody reads"),
     Mutant("stop_spares_queued_jobs", REP, "            if _stopping.is_set():\n                return {**out, \"status\": \"stopped\"}\n",
            "", "after a stop, a queued command still starts"),
+    Mutant("plan_total_counts_stale_files", REP, 'timed = [j["one_core_seconds"] for j in done if',
+           'timed = [j["one_core_seconds"] for j in jobs if',
+           "reproduce.json's end-to-end cost counts files that are no longer current"),
     Mutant("failure_without_its_last_line", REP, "        out[\"error\"] = lines[-1:] or",
            "        out[\"error\"] = lines[:1] or", "a failed command reports the first line of its log, not the error"),
 ]

@@ -31,8 +31,11 @@ others go on; each command's output goes to ``_build/reproduce-logs/<result>.log
 long one with ``tail -f``). Interrupt it at any time (Ctrl-C, or ``kill`` of this process): the
 running commands are stopped, finished files stay, and the next call resumes.
 
-The run's own record, ``book/results/reproduce.json`` (written after every finished command),
-holds each command's status (skipped, ran, failed), its wall time and the total.
+The run's own record, ``book/results/reproduce.json`` (written after every finished command, and
+by a call with nothing left to run), holds this call's commands (skipped, ran, failed, stopped)
+with their wall times, and where the whole plan stands (:func:`plan_record`): which files are
+current, and the sum of the one-core times their records give, i.e. the cost of an end-to-end
+run made across sessions.
 """
 
 from __future__ import annotations
@@ -265,6 +268,30 @@ def recorded_runtime(job: Job) -> float | None:
     return float(seconds) if isinstance(seconds, (int, float)) else None
 
 
+def plan_record(plan: list[Job] | None = None) -> dict[str, Any]:
+    """Where the whole plan stands now, for ``reproduce.json``: each job's file, whether it is
+    current (and why not), its run's date, commit and recorded one-core wall time; the count of
+    current files and the sum of their recorded times, i.e. what an end-to-end run has cost so
+    far, session by session ("complete" when every file is current)."""
+    import json
+
+    plan = list(PLAN) if plan is None else plan
+    jobs = []
+    for job in plan:
+        current, why = status(job)
+        try:
+            rec = json.loads(result_path(job.result, job.scale).read_text())
+        except (OSError, json.JSONDecodeError):
+            rec = {}
+        jobs.append({"result": job.file, "paper": job.paper, "current": current, "why": why,
+                     "date": rec.get("date"), "commit": (rec.get("commit") or "")[:12] or None,
+                     "one_core_seconds": recorded_runtime(job)})
+    done = [j for j in jobs if j["current"]]
+    timed = [j["one_core_seconds"] for j in done if j["one_core_seconds"] is not None]
+    return {"jobs": jobs, "current": len(done), "planned": len(jobs), "complete": len(done) == len(jobs),
+            "one_core_seconds_of_current": round(sum(timed), 1), "current_without_runtime": len(done) - len(timed)}
+
+
 #: The interpreter each job runs under (a test may point it at a stand-in).
 PYTHON = sys.executable
 #: Where each job's output goes while it runs (``<result>.log``, overwritten by the next run of that job).
@@ -339,6 +366,13 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _save_record(records: list[dict[str, Any]], jobs: int, seconds: float) -> None:
+    """``book/results/reproduce.json``: this call's commands (ran, failed, stopped, skipped) and
+    :func:`plan_record`."""
+    save_result("reproduce", {"this_call": {"jobs": records, "jobs_at_a_time": jobs, "wall_seconds": round(seconds, 1)},
+                              "plan": plan_record()}, seeds=[0, 1, 2], scale_="paper")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--jobs", type=positive_int, default=1, help="commands run at a time (one core each)")
@@ -371,7 +405,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     known = [j.estimate_min for j in todo if j.estimate_min > 0]
     print(f"to run: {len(todo)} of {len(plan)} commands, about {sum(known) / 60:.1f} h of one core's time for the "
           f"{len(known)} with a recorded estimate ({sum(known) / 60 / max(args.jobs, 1):.1f} h at --jobs {args.jobs})")
-    if args.dry_run or not todo:
+    if args.dry_run:
+        return {"jobs": records}
+    if not todo:
+        _save_record(records, args.jobs, 0.0)
         return {"jobs": records}
     print(f"each command's output: {LOG_DIR}/<result>.log")
     t0 = time.perf_counter()
@@ -386,9 +423,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             records.append(rec)
             tqdm.write(f"{rec['status']:6} {rec['result']} in {rec['seconds'] / 60:.1f} min"
                        + (f": {rec['error'][0]} (log: {rec['log']})" if rec["status"] == "failed" else ""))
-            out = {"jobs": records, "jobs_at_a_time": args.jobs, "wall_seconds": round(time.perf_counter() - t0, 1),
-                   "complete": len(records) == len(plan)}
-            save_result("reproduce", out, seeds=[0, 1, 2], scale_="paper")
+            _save_record(records, args.jobs, time.perf_counter() - t0)
     except KeyboardInterrupt:
         stopped = stop_running()
         print(f"interrupted: {stopped} running command(s) stopped, their files not written; "
