@@ -142,6 +142,19 @@ def test_a_failing_job_reports_its_last_line_and_its_log(tmp_path, monkeypatch):
     assert R.run_job(job)["status"] == "ran"
 
 
+def test_a_sweep_splits_its_runs_and_stays_current(tmp_path, monkeypatch):
+    """--inner-jobs N reaches a command that splits (Fig. 3's sweeps) as --jobs N, and only those;
+    status ignores --jobs, so the file stays the planned one."""
+    job = _stand_in(tmp_path, monkeypatch, 'echo "$@"')
+    sweep = R.Job("x", "part3_fig3", ("--factor", "epochs"), splits=True)
+    assert R.run_job(sweep, 2)["status"] == "ran"
+    assert (tmp_path / "logs" / "x.log").read_text().split()[-2:] == ["--jobs", "2"]
+    R.run_job(job, 2)
+    assert "--jobs" not in (tmp_path / "logs" / "x.log").read_text()
+    assert R._without_jobs(sweep.command + " --jobs 2") == R._without_jobs(sweep.command)
+    assert all(j.splits == (j.module == "part3_fig3") for j in R.PLAN)
+
+
 def test_stop_running_ends_running_jobs_and_keeps_queued_ones_from_starting(tmp_path, monkeypatch):
     """An interrupt stops the children (they used to run on, writing into a closed pipe)."""
     import threading
@@ -167,7 +180,7 @@ def test_an_interrupt_stops_the_running_jobs(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "status", lambda job: (False, "stale"))
     monkeypatch.setattr(R, "recorded_runtime", lambda job: None)
 
-    def interrupted(job):
+    def interrupted(job, inner=1):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(R, "run_job", interrupted)

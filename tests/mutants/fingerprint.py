@@ -81,6 +81,8 @@ MUTANTS = [
     Mutant("plan_total_counts_stale_files", REP, 'timed = [j["one_core_seconds"] for j in done if',
            'timed = [j["one_core_seconds"] for j in jobs if',
            "reproduce.json's end-to-end cost counts files that are no longer current"),
+    Mutant("inner_jobs_dropped", REP, 'extra = ("--jobs", str(inner)) if job.splits and inner > 1 else ()',
+           "extra = ()", "--inner-jobs never reaches the sweep: a sweep longer than a session cannot finish in one"),
     Mutant("failure_without_its_last_line", REP, "        out[\"error\"] = lines[-1:] or",
            "        out[\"error\"] = lines[:1] or", "a failed command reports the first line of its log, not the error"),
 ]
