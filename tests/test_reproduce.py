@@ -194,11 +194,12 @@ def test_the_plan_record_sums_the_current_files_recorded_times(tmp_path, monkeyp
     """reproduce.json says where the whole plan stands: an end-to-end run made across sessions."""
     plan = [R.Job("a", "part2_toy"), R.Job("b", "part2_toy"), R.Job("c", "part2_toy")]
     state = {"a": (True, "current"), "b": (True, "current"), "c": (False, "no result file")}
-    cost = {"a": 100.0, "b": None, "c": 50.0}
     monkeypatch.setattr(R, "status", lambda job: state[job.result])
-    monkeypatch.setattr(R, "recorded_runtime", lambda job: cost[job.result])
     monkeypatch.setattr(R, "result_path", lambda name, scale_=None: tmp_path / f"{name}.json")
-    (tmp_path / "a.json").write_text(json.dumps({"date": "2026-11-26", "commit": "0123456789abcdef"}))
+    (tmp_path / "a.json").write_text(json.dumps({"date": "2026-11-26", "commit": "0123456789abcdef",
+                                                 "runtime": {"wall_seconds": 100.0}}))
+    (tmp_path / "b.json").write_text(json.dumps({"date": "2026-11-25"}))  # made before runtimes were recorded
+    (tmp_path / "c.json").write_text(json.dumps({"runtime": {"wall_seconds": 50.0}}))
     rec = R.plan_record(plan)
     assert (rec["current"], rec["planned"], rec["complete"]) == (2, 3, False)
     assert rec["one_core_seconds_of_current"] == 100.0 and rec["current_without_runtime"] == 1  # c is not current

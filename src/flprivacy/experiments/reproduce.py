@@ -259,17 +259,27 @@ def status(job: Job) -> tuple[bool, str]:
     return True, "current"
 
 
+def _record_of(job: Job) -> dict[str, Any]:
+    """The job's result file as loaded, or {} when it is missing or unreadable."""
+    import json
+
+    try:
+        rec = json.loads(result_path(job.result, job.scale).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return rec if isinstance(rec, dict) else {}
+
+
+def _runtime_of(rec: dict[str, Any]) -> float | None:
+    runtime = rec.get("runtime")
+    seconds = runtime.get("wall_seconds") if isinstance(runtime, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) else None
+
+
 def recorded_runtime(job: Job) -> float | None:
     """The wall seconds the job's result file records for its run (``runtime.wall_seconds``), or None
     when the file or that field is missing."""
-    import json
-
-    path = result_path(job.result, job.scale)
-    try:
-        seconds = json.loads(path.read_text()).get("runtime", {}).get("wall_seconds")
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return None
-    return float(seconds) if isinstance(seconds, (int, float)) else None
+    return _runtime_of(_record_of(job))
 
 
 def plan_record(plan: list[Job] | None = None) -> dict[str, Any]:
@@ -277,19 +287,14 @@ def plan_record(plan: list[Job] | None = None) -> dict[str, Any]:
     current (and why not), its run's date, commit and recorded one-core wall time; the count of
     current files and the sum of their recorded times, i.e. what an end-to-end run has cost so
     far, session by session ("complete" when every file is current)."""
-    import json
-
     plan = list(PLAN) if plan is None else plan
     jobs = []
     for job in plan:
         current, why = status(job)
-        try:
-            rec = json.loads(result_path(job.result, job.scale).read_text())
-        except (OSError, json.JSONDecodeError):
-            rec = {}
+        rec = _record_of(job)  # read once for its date, commit and runtime
         jobs.append({"result": job.file, "paper": job.paper, "current": current, "why": why,
                      "date": rec.get("date"), "commit": (rec.get("commit") or "")[:12] or None,
-                     "one_core_seconds": recorded_runtime(job)})
+                     "one_core_seconds": _runtime_of(rec)})
     done = [j for j in jobs if j["current"]]
     timed = [j["one_core_seconds"] for j in done if j["one_core_seconds"] is not None]
     return {"jobs": jobs, "current": len(done), "planned": len(jobs), "complete": len(done) == len(jobs),
