@@ -55,7 +55,7 @@ BOOK_INPUTS = { cat requirements.txt requirements-flower.txt pyproject.toml $$(f
                 echo "$${FLPRIVACY_SCALE:-} $${FLPRIVACY_SEED:-} $${FLPRIVACY_DATA_DIR:-}"; } | sha256sum | cut -c1-16
 
 # Byte-compile the library once: every notebook kernel, test worker and Flower process imports
-# it, and where PYTHONDONTWRITEBYTECODE is set (as on some CI runners) each of them would
+# it, and where PYTHONDONTWRITEBYTECODE is set (as in the sandbox this book is developed in) each would
 # otherwise compile its sources again (measured: importing the library's modules took 3.0 s from
 # source and 2.35 s from bytecode, on a loaded 2-core machine).
 compiled: install
