@@ -2,7 +2,8 @@
 
 The test builds the book with ``make book`` (every chapter executed on a fresh clone, only the
 changed ones after an earlier build) unless ``FLPRIVACY_SITE`` names an already built HTML folder, then
-opens every page of the table of contents in Debian's ``chromium`` and checks what a reader sees:
+opens every page of the table of contents in Debian's ``chromium`` (one browser per test process,
+each page in a fresh tab, driven over the DevTools protocol) and checks what a reader sees:
 
 - every page of ``_toc.yml`` exists and loads;
 - math is typeset by the MathJax copy inside the build (no raw ``\\(`` ``\\[`` ``$$`` left in the
@@ -37,6 +38,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -79,6 +81,125 @@ def chromium() -> str:
             pytest.fail(reason + "; CI must run the browser test")
         pytest.skip(reason)
     return exe
+
+
+class Browser:
+    """One headless Chromium per test process, driven over the DevTools protocol (CDP).
+
+    Each page opens in a fresh tab of the same browser: launching Chromium for every probe and
+    screenshot (about 90 launches) cost most of this test's time. The network stays cut off
+    (``--proxy-server`` to a closed port), as for a reader offline. ``websocket-client`` is
+    jupyter_server's own dependency (pinned in requirements.txt).
+    """
+
+    def __init__(self):
+        import websocket
+
+        self.profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
+        self.proc = subprocess.Popen([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={self.profile.name}",
+                                      "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files",
+                                      "--remote-debugging-port=0", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        url, seen = None, []
+        deadline = time.monotonic() + 60
+        while url is None and time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line and self.proc.poll() is not None:
+                break
+            seen.append(line)
+            m = re.search(r"DevTools listening on (ws://\S+)", line)
+            url = m.group(1) if m else None
+        assert url, "chromium did not open its DevTools port:\n" + "".join(seen)[-2000:]
+        self.ws = websocket.create_connection(url, timeout=300, suppress_origin=True)
+        self.ids = 0
+
+    def send(self, method: str, session: str | None = None, check: bool = True, **params) -> dict:
+        """One CDP command; returns its result (events that arrive meanwhile are dropped). With
+        ``check=False`` an error (e.g. a page navigating away mid-evaluation) returns ``{}``."""
+        self.ids += 1
+        msg = {"id": self.ids, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        self.ws.send(json.dumps(msg))
+        while True:
+            r = json.loads(self.ws.recv())
+            if r.get("id") == self.ids:
+                if "error" in r:
+                    assert not check, f"chromium: {method} failed: {r['error']}"
+                    return {}
+                return r["result"]
+
+    def open(self, url: str, width: int, height: int, until: str, budget_s: float) -> tuple[str | None, str]:
+        """Open ``url`` in a fresh ``width`` x ``height`` tab and wait up to ``budget_s`` for the
+        JavaScript expression ``until`` to be truthy; returns its value (None on time-out) and the
+        tab's session (close it with :meth:`close`)."""
+        target = self.send("Target.createTarget", url="about:blank")["targetId"]
+        session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+        self.send("Page.navigate", session, url=url)
+        deadline, value = time.monotonic() + budget_s, None
+        while time.monotonic() < deadline:
+            value = self.send("Runtime.evaluate", session, check=False, expression=until, awaitPromise=True,
+                              returnByValue=True).get("result", {}).get("value")
+            if value:
+                break
+            time.sleep(0.1)
+        return (value or None), session
+
+    def close(self, session: str) -> None:
+        target = self.send("Target.getTargetInfo", session)["targetInfo"]["targetId"]
+        self.send("Target.closeTarget", targetId=target)
+
+    def dom(self, session: str) -> str:
+        return self.send("Runtime.evaluate", session, expression="document.documentElement.outerHTML",
+                         returnByValue=True)["result"]["value"]
+
+    def screenshot(self, session: str, path: Path) -> None:
+        import base64
+
+        path.write_bytes(base64.b64decode(self.send("Page.captureScreenshot", session, format="png")["data"]))
+
+    def quit(self) -> None:
+        try:
+            self.send("Browser.close")
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.profile.cleanup()
+
+
+_BROWSER: list[Browser] = []
+
+
+def browser() -> Browser:
+    """This test process's Chromium (started on first use, closed at exit)."""
+    if not _BROWSER:
+        import atexit
+
+        _BROWSER.append(Browser())
+        atexit.register(_BROWSER[0].quit)
+    return _BROWSER[0]
+
+
+# A page is ready when its scripts ran and MathJax (if the page loads it) has typeset it.
+READY = """(async () => { if (location.protocol !== 'file:' || document.readyState !== 'complete') return false;
+  const within = (p, ms) => Promise.race([p, new Promise(r => setTimeout(r, ms))]);   // never hang the test
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await within(MathJax.startup.promise, 20000); }
+  await within(document.fonts.ready, 5000); return true; })()"""
+
+
+def screenshot(page_url: str, shot: Path, width: int, height: int) -> None:
+    """A screenshot of the page once it is ready (what a reader sees first)."""
+    b = browser()
+    ok, session = b.open(page_url, width, height, READY, 60)
+    try:
+        b.screenshot(session, shot)
+    finally:
+        b.close(session)
 
 
 @pytest.fixture(scope="module")
@@ -150,15 +271,6 @@ class Page(HTMLParser):
 RAW_MATH = re.compile(r"\\\(|\\\[|\$\$")
 
 
-def render(exe: str, page: Path, profile: Path, budget_ms: int = 20000) -> str:
-    """The page's DOM after its scripts (MathJax) ran, with the network unreachable."""
-    r = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-                        "--proxy-server=127.0.0.1:9", "--dump-dom", page.as_uri()],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and "<html" in r.stdout, f"chromium could not load {page}: {r.stderr[-1000:]}"
-    return r.stdout
-
-
 def source_of(doc: str) -> str:
     for ext in (".ipynb", ".md"):
         f = ROOT / (doc + ext)
@@ -171,7 +283,6 @@ def source_of(doc: str) -> str:
 
 @pytest.mark.parametrize("doc", [pytest.param(d, id=d, marks=pytest.mark.xdist_group(d)) for d in toc_files()])
 def test_page_renders_offline_with_math_figures_and_working_links(site, artifacts, doc):
-    exe = chromium()
     problems: list[str] = []
     page = site / (doc + ".html")
     assert page.is_file(), f"{doc}: page {page.name} was not built"
@@ -208,10 +319,7 @@ def test_page_renders_offline_with_math_figures_and_working_links(site, artifact
             problems.append(f"{doc}: link {href} does not resolve")
     if doc in KEY_PAGES:
         shot = artifacts / "screenshots" / (doc.replace("/", "_") + ".png")
-        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-            subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
-                            "--proxy-server=127.0.0.1:9", "--window-size=1280,1600", f"--screenshot={shot}",
-                            page.as_uri()], capture_output=True, timeout=120)
+        screenshot(page.as_uri(), shot, 1280, 1600)
         if not shot.is_file() or shot.stat().st_size == 0:
             problems.append(f"{doc}: no screenshot")
     assert not problems, f"{len(problems)} problems in the rendered page:\n" + "\n".join(problems)
@@ -296,28 +404,28 @@ def _phone_wrapper(page: Path, target: Path, height: int) -> Path:
     wrap.write_text(f"""<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
 <iframe id="f" src="{target.name}" style="width:{PHONE}px;height:{height}px;border:0"></iframe>
 <script>setInterval(() => {{ try {{ const v = document.getElementById('f').contentDocument.body.getAttribute('data-flp');
-  if (v) document.body.setAttribute('data-flp', v); }} catch (e) {{}} }}, 200);</script></body></html>""")
+  if (v) document.body.setAttribute('data-flp', v); }} catch (e) {{}} }}, 50);</script></body></html>""")
     return wrap
 
 
 def _probe(site: Path, doc: str, width: int, budget_ms: int) -> tuple[dict, str]:
-    exe = chromium()
     page = site / (doc + ".html")
     text = page.read_text()
     probe = page.with_name(f".probe-{os.getpid()}-{width}-{page.name}")
     probe.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_BODY + "</body>", 1))
     opened = _phone_wrapper(page, probe, 1200) if width <= PHONE else probe
+    b = browser()
     try:
-        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-            r = subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-                                f"--window-size={max(width, 500)},1200", "--proxy-server=127.0.0.1:9",
-                                "--allow-file-access-from-files", "--dump-dom", opened.as_uri()],
-                               capture_output=True, text=True, timeout=240)
+        found, session = b.open(opened.as_uri(), max(width, 500), 1200,
+                                "document.body && document.body.getAttribute('data-flp')", budget_ms / 1000)
+        try:
+            dom = b.dom(session) if width > PHONE else ""   # the probe's findings are all a phone check needs
+        finally:
+            b.close(session)
     finally:
         probe.unlink(missing_ok=True)
         opened.unlink(missing_ok=True)
-    m = re.search(r'<body[^>]*data-flp="([^"]*)"', r.stdout)
-    return (json.loads(html.unescape(m.group(1))) if m else {}), r.stdout
+    return (json.loads(found) if found else {}), dom
 
 
 _RENDERED: dict[tuple[str, int], tuple[dict, str]] = {}
@@ -401,16 +509,11 @@ def test_images_shown_at_half_their_size_or_more(site, doc):
 def test_no_horizontal_overflow_on_a_phone(site, artifacts, doc):
     found = _found(site, doc, width=PHONE)
     if doc.startswith("book/part"):
-        exe = chromium()
         page = site / (doc + ".html")
         shot = artifacts / "screenshots" / (f"{PHONE}px_" + doc.replace("/", "_") + ".png")
         wrap = _phone_wrapper(page, page, 1600)
         try:
-            with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-                subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=20000",
-                                "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files",
-                                "--window-size=500,1600", f"--screenshot={shot}", wrap.as_uri()],
-                               capture_output=True, timeout=120)
+            screenshot(wrap.as_uri(), shot, 500, 1600)
         finally:
             wrap.unlink(missing_ok=True)
         assert shot.is_file() and shot.stat().st_size > 0, f"{doc}: no 400 px screenshot"
