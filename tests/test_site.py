@@ -96,20 +96,17 @@ class Browser:
         import websocket
 
         self.profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
-        self.proc = subprocess.Popen([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={self.profile.name}",
-                                      "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files",
-                                      "--remote-debugging-port=0", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        url, seen = None, []
-        deadline = time.monotonic() + 60
-        while url is None and time.monotonic() < deadline:
-            line = self.proc.stderr.readline()
-            if not line and self.proc.poll() is not None:
-                break
-            seen.append(line)
-            m = re.search(r"DevTools listening on (ws://\S+)", line)
-            url = m.group(1) if m else None
-        assert url, "chromium did not open its DevTools port:\n" + "".join(seen)[-2000:]
+        log = Path(self.profile.name) / "stderr.log"   # a file, not a pipe: a full pipe would block Chromium
+        with open(log, "wb") as err:
+            self.proc = subprocess.Popen([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={self.profile.name}/p",
+                                          "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files",
+                                          "--remote-debugging-port=0", "about:blank"],
+                                         stdout=subprocess.DEVNULL, stderr=err)
+        url, deadline = None, time.monotonic() + 60
+        while url is None and time.monotonic() < deadline and self.proc.poll() is None:
+            m = re.search(r"DevTools listening on (ws://\S+)", log.read_text(errors="replace"))
+            url = m.group(1) if m else time.sleep(0.05)
+        assert url, "chromium did not open its DevTools port:\n" + log.read_text(errors="replace")[-2000:]
         self.ws = websocket.create_connection(url, timeout=300, suppress_origin=True)
         self.ids = 0
 
