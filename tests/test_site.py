@@ -182,17 +182,22 @@ def browser() -> Browser:
     return _BROWSER[0]
 
 
-# A page is ready when its scripts ran and MathJax (if the page loads it) has typeset it.
+# A page is ready when it and its frames (the 400 px wrapper's iframe) have loaded, MathJax (where a
+# page loads it) has typeset them and the fonts are in.
 READY = """(async () => { if (location.protocol !== 'file:' || document.readyState !== 'complete') return false;
   const within = (p, ms) => Promise.race([p, new Promise(r => setTimeout(r, ms))]);   // never hang the test
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await within(MathJax.startup.promise, 20000); }
-  await within(document.fonts.ready, 5000); return true; })()"""
+  for (const w of [window, ...Array.from(window.frames)]) {
+    if (w.document.readyState !== 'complete') return false;
+    if (w.MathJax && w.MathJax.startup && w.MathJax.startup.promise) await within(w.MathJax.startup.promise, 20000);
+    await within(w.document.fonts.ready, 5000);
+  }
+  return true; })()"""
 
 
 def screenshot(page_url: str, shot: Path, width: int, height: int) -> None:
     """A screenshot of the page once it is ready (what a reader sees first)."""
     b = browser()
-    ok, session = b.open(page_url, width, height, READY, 60)
+    _, session = b.open(page_url, width, height, READY, 60)   # not ready in 60 s: the screenshot shows why
     try:
         b.screenshot(session, shot)
     finally:
