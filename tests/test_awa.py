@@ -413,6 +413,43 @@ def test_study_in_sqlite_resumes(tmp_path):
 
 
 # ---- the ledger's rows for Song et al. ----------------------------------------------------------------
+def test_song_order_and_case4_rules_on_the_papers_own_table():
+    """§5.2's two claims on Table IV: the paper's own numbers satisfy both rules, and each rule
+    breaks when the table is changed against its claim (another attack ahead of AWA by more than a
+    cell's tolerance in one case and metric; case 4 far below cases 1-3; cases 1-3 failing)."""
+    import copy
+
+    from flprivacy.ledger import song
+
+    table = {c: {m: dict(v) for m, v in ms.items() if v is not None} for c, ms in song.TABLE_IV.items()}
+    assert song.order_verdict(table).status == "reproduced"
+    for case, metric in (("case 2", "ssim"), ("case 4", "psnr")):
+        bad = copy.deepcopy(table)
+        other = "AGIC"
+        bad[case][other][metric] = bad[case]["AWA"][metric] + 2 * song.TOL[metric]
+        v = song.order_verdict(bad)
+        assert v.status == "partly" and case in v.reason and song.METRICS[metric] in v.reason
+    tie = copy.deepcopy(table)  # a lead inside the tolerance does not show an ordering
+    tie["case 1"]["DLG"]["ssim"] = tie["case 1"]["AWA"]["ssim"] - song.TOL["ssim"] / 2
+    assert song.order_verdict(tie).status == "partly"
+    with pytest.raises(ValueError, match="AWA"):
+        song.order_verdict({"case 1": {"DLG": table["case 1"]["DLG"]}})
+
+    psnr = {c: ms["AWA"]["psnr"] for c, ms in table.items()}
+    assert song.case4_psnr_verdict(psnr).status == "reproduced"
+    shortfall = min(psnr[c] for c in ("case 1", "case 2", "case 3")) - psnr["case 4"]
+    assert abs(shortfall - 0.72) < 1e-9
+    edge = dict(psnr, **{"case 4": psnr["case 4"] - song.TOL["psnr"] + 1e-6})
+    assert song.case4_psnr_verdict(edge).status == "reproduced"
+    low = dict(psnr, **{"case 4": psnr["case 4"] - song.TOL["psnr"] - 0.01})
+    assert song.case4_psnr_verdict(low).status == "not reproduced"
+    failed = {c: 8.5 for c in psnr}  # every case at the same failure: comparable, but not reconstructions
+    v = song.case4_psnr_verdict(failed)
+    assert v.status == "not reproduced" and "compares reconstructions" in v.reason
+    with pytest.raises(ValueError, match="case 4"):
+        song.case4_psnr_verdict({c: v for c, v in psnr.items() if c != "case 4"})
+
+
 def test_song_ledger_rows():
     """One row per numbered result; the propositions hold live; Table IV's 33 cells (DLG has none in
     case 4) are never scored on the quick-scale file, a different model: a cell is decided only by a

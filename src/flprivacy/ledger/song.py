@@ -324,6 +324,45 @@ RESNET18_MODELS: dict[str, str] = {
 """The two models of ``awa_table4_resnet18``: the first decides Table IV's cells, the second is a control."""
 
 
+def order_verdict(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Verdict:
+    """§5.2's "consistently highest values of PSNR and SSIM achieved by AWA in each case" on one
+    model's runs, ``{case: {method: {"psnr": ..., "ssim": ...}}}`` with every method of the case's
+    Table IV row: in each case and for each of PSNR and SSIM, AWA's value minus the best other
+    attack's must be positive beyond a Table IV cell's tolerance (:data:`TOL`; one image set, no
+    spread, so a lead inside the tolerance does not show an ordering). Table IV's own numbers pass
+    (AWA leads by 3.5-6.5 dB and 0.15-0.43 SSIM)."""
+    parts = []
+    for case, by_method in runs.items():
+        if "AWA" not in by_method or len(by_method) < 2:
+            raise ValueError(f"runs[{case!r}]: expected AWA and at least one other attack, got {sorted(by_method)}")
+        for k in ("psnr", "ssim"):
+            best = max(by_method[m][k] for m in by_method if m != "AWA")
+            parts.append(sign(by_method["AWA"][k] - best, expected=1, margin=TOL[k],
+                              what=f"{case}: AWA's {METRICS[k]} minus the best other attack's"))
+    return combine(*parts, what="AWA highest in every case")
+
+
+def case4_psnr_verdict(awa_psnr: Mapping[str, float]) -> Verdict:
+    """§5.2's "the PSNR of images reconstructed in Case 4 is found to be comparable to that achieved
+    in the first three cases", on AWA's PSNR per case (``{"case 1": ..., ..., "case 4": ...}``).
+
+    The claim compares reconstructions, so it presupposes them: AWA's PSNR in cases 1-3 must
+    match Table IV's cells (:func:`~flprivacy.ledger.number` within :data:`TOL`), else the
+    comparison is of failures and the row is not reproduced. Then case 4 may fall below the lowest
+    of cases 1-3 by the paper's own shortfall (20.40 - 19.68 = 0.72 dB) plus a cell's tolerance."""
+    first = [c for c in TABLE_IV if c != "case 4"]
+    missing = [c for c in (*first, "case 4") if c not in awa_psnr]
+    if missing:
+        raise ValueError(f"awa_psnr: expected AWA's PSNR for {missing} too")
+    pre = [number(TABLE_IV[c]["AWA"]["psnr"], awa_psnr[c], tol=TOL["psnr"], what=f"{c} AWA PSNR") for c in first]
+    if not all(v.ok for v in pre):
+        return Verdict("not reproduced", "the claim compares reconstructions, and AWA's PSNR does not reach Table "
+                       "IV's in cases 1-3 (" + "; ".join(v.reason for v in pre if v.reason) + ")")
+    shortfall = min(TABLE_IV[c]["AWA"]["psnr"] for c in first) - TABLE_IV["case 4"]["AWA"]["psnr"]
+    return at_least(awa_psnr["case 4"], min(awa_psnr[c] for c in first) - shortfall - TOL["psnr"],
+                    what="case 4 AWA PSNR (the lowest of cases 1-3, less the paper's shortfall and a cell's tolerance)")
+
+
 def resnet18_runs() -> dict[tuple[str, str, str], dict[str, Any]]:
     """The committed runs of ``awa_table4_resnet18`` (Table IV at ResNet-18, 1,000 iterations, AWA with Table
     III's Q), keyed ``(model, case, method)``; a run not committed is absent."""
@@ -514,11 +553,28 @@ def rows() -> list[Row]:
                                           key=lambda m: r18[(model, c, m)]["data"]["ssim"]) == "AWA"]
             order_q += (("; " if order_q else "") + f"{label}, {', '.join(full)}: AWA has the highest SSIM in "
                         f"{len(top)} of {len(full)}")
-    add("Song §5.2 AWA highest PSNR and SSIM in every case", QUOTES["Table IV order"], "AWA > AGIC, DLG in all four "
-        "cases (Table IV)", order_q, not_run(reason_paper_scale), file="awa_table4_quick.json" if quick else "",
-        record=quick)
-    add("Song §5.2 case 4 PSNR comparable to cases 1-3", QUOTES["Table IV case 4"], "AWA PSNR 19.68 vs 20.40-22.47",
-        "", not_run(reason_paper_scale))
+    cells = {c: [m for m, v in TABLE_IV[c].items() if v is not None] for c in TABLE_IV}
+    relu = {c: {m: r18[("resnet18", c, m)]["data"] for m in ms} for c, ms in cells.items()
+            if all(("resnet18", c, m) in r18 for m in ms)}
+    if len(relu) == len(TABLE_IV):  # every case at the paper's model (AWA with Table III's Q): the rules decide
+        first = r18[("resnet18", "case 1", "AWA")]
+        psnr = {c: relu[c]["AWA"]["psnr"] for c in TABLE_IV}
+        sig_psnr = {c: r18[("resnet18-sigmoid", c, "AWA")]["data"]["psnr"] for c in TABLE_IV
+                    if ("resnet18-sigmoid", c, "AWA") in r18}
+        add("Song §5.2 AWA highest PSNR and SSIM in every case", QUOTES["Table IV order"], "AWA > AGIC, DLG in all "
+            "four cases (Table IV)", order_q, order_verdict(relu), file=f"{first['name']}.json", record=first)
+        add("Song §5.2 case 4 PSNR comparable to cases 1-3", QUOTES["Table IV case 4"], "AWA PSNR 19.68 vs 20.40-22.47",
+            f"AWA PSNR at {RESNET18_MODELS['resnet18']}, Table III's Q: "
+            + ", ".join(f"{c} {v:.2f}" for c, v in psnr.items()) + " dB"
+            + (f"; control, sigmoid ResNet-18: " + ", ".join(f"{c} {v:.2f}" for c, v in sig_psnr.items()) + " dB"
+               if sig_psnr else ""),
+            case4_psnr_verdict(psnr), file=f"{first['name']}.json", record=first)
+    else:
+        add("Song §5.2 AWA highest PSNR and SSIM in every case", QUOTES["Table IV order"], "AWA > AGIC, DLG in all "
+            "four cases (Table IV)", order_q, not_run(reason_paper_scale), file="awa_table4_quick.json" if quick else "",
+            record=quick)
+        add("Song §5.2 case 4 PSNR comparable to cases 1-3", QUOTES["Table IV case 4"], "AWA PSNR 19.68 vs 20.40-22.47",
+            "", not_run(reason_paper_scale))
     fig2 = [r18.get((m, "case 4", k)) for m in RESNET18_MODELS for k in ("AGIC", "AWA")]
     if fig2[0] is not None and fig2[1] is not None:  # the paper's model decides; the sigmoid control is shown
         agic, awa_ = fig2[0]["data"]["ssim"], fig2[1]["data"]["ssim"]
