@@ -542,14 +542,14 @@ def test_eval_batchnorm_is_a_fresh_models_eval_mode():
 
 # ---- Table IV at ResNet-18 (experiments.awa_table4_resnet18) -----------------------------------------------
 def test_resnet18_grid_and_images():
-    """The grid holds every Table IV cell at both models (no DLG in case 4, Table IV's dash), the
+    """The grid holds every Table IV cell at the three models (no DLG in case 4, Table IV's dash), the
     costliest runs first; images survive the 8-bit round trip to half a grey level."""
     from flprivacy.experiments import awa_table4_resnet18 as t4
     from flprivacy.ledger.song import TABLE_IV
 
     runs = t4.grid()
     cells = sum(v is not None for c in TABLE_IV.values() for v in c.values())
-    assert len(runs) == len(set(runs)) == 2 * cells == 22
+    assert len(runs) == len(set(runs)) == 3 * cells == 33
     assert not any(r.case == "case 4" and r.method == "DLG" for r in runs)
     assert [r.cost for r in runs] == sorted((r.cost for r in runs), reverse=True)
     assert {r.cost for r in runs if r.case in ("case 2", "case 3") and r.method != "AGIC"} == {4}

@@ -106,7 +106,8 @@ class _EvalBatchNorm(nn.BatchNorm2d):
 
     def forward(self, x: Tensor) -> Tensor:
         c = self.num_features
-        return F.batch_norm(x, torch.zeros(c, dtype=x.dtype), torch.ones(c, dtype=x.dtype), self.weight, self.bias,
+        return F.batch_norm(x, torch.zeros(c, dtype=x.dtype, device=x.device),
+                            torch.ones(c, dtype=x.dtype, device=x.device), self.weight, self.bias,
                             training=False, eps=self.eps)
 
 

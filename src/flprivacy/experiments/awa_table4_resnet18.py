@@ -1,6 +1,6 @@
 """Song et al. Table IV at the paper's model: ResNet-18 on 32x32 CIFAR-10, on a GPU.
 
-    python -m flprivacy.experiments.awa_table4_resnet18 --device cuda --workers 6   # about 5 minutes on one H200
+    python -m flprivacy.experiments.awa_table4_resnet18 --device cuda --cases 2 --workers 6   # case 2's six runs: 5 min on one H200
     python -m flprivacy.experiments.awa_table4_resnet18 --iterations 2              # a CPU smoke test (minutes)
 
 The book's ``awa_table4`` at paper scale runs Song's whole protocol (a Bayesian optimisation of
@@ -16,13 +16,17 @@ model with client SGD at η = 10⁻³ in each case (E, B) of §5.2, and 1,000 Ad
 - AWA with the paper's own Q* of the case (Table III) in place of a BO of ours (Alg. 2 line 16:
   the final attack with Q*),
 
-on two models:
+on three models:
 
 - ``resnet18``: the library's ResNet-18 (ReLU, BatchNorm with the batch's statistics), the
   model §5.1 names ("ResNet18 [he2016deep]"); the attacks are the library's step for step;
 - ``resnet18-sigmoid``: the same network with sigmoid activations, as the ResNet of Zhu et al.'s
   DLG code, with the loss divided by η² (``awa_diagnostics`` found that these two changes are what
-  lets DLG and AWA recover an image at ResNet-18; AGIC's cosine loss does not depend on the scale).
+  lets DLG and AWA recover an image at ResNet-18; AGIC's cosine loss does not depend on the scale);
+- ``resnet18-bn-eval``: the ReLU ResNet-18 with BatchNorm normalising by a fresh model's running
+  statistics (mean 0, variance 1) instead of the batch's, loss divided by η²: the other change
+  ``awa_diagnostics`` found to let DLG recover an image (one image, 200 iterations), here at the
+  whole grid.
 
 DLG and AWA run through ``awa_diagnostics.run_variant`` (the library's attacks step for step,
 plus the η² option), AGIC through the library. Every run's scores (Hungarian-matched PSNR,
@@ -56,7 +60,7 @@ from .awa_diagnostics import Variant, make_model, run_variant, scores
 from .awa_table4 import client_images
 
 NAME = "awa_table4_resnet18"
-MODELS = ("resnet18", "resnet18-sigmoid")
+MODELS = ("resnet18", "resnet18-sigmoid", "resnet18-bn-eval")
 METHODS = ("DLG", "AGIC", "AWA")
 
 
@@ -120,7 +124,7 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
     theta = model.init_params(child_seed(s, 1))
     dev = torch.device(device)
     theta, Xd, yd = theta.to(dev), X.to(dev), y.to(dev)
-    sigmoid = r.model == "resnet18-sigmoid"
+    scaled = r.model != "resnet18"  # the two controls match gradients: the loss divided by η²
     if r.method == "AGIC":
         theta_next, orders = awa.client_update(model, theta, Xd, yd, lr=1e-3, epochs=E, batches=B,
                                                seed=child_seed(s, 2))
@@ -129,13 +133,13 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
         out = dict(scores(rec.images, X), seconds=rec.seconds, evaluations=rec.settings["iterations_run"], Q=None)
     else:
         v = Variant(name=f"{r.method}, {r.model}, {r.case}", change="Table IV cell at ResNet-18", method=r.method,
-                    model=r.model, n_images=4, epochs=E, batches=B, gradient_scale=sigmoid)
+                    model=r.model, n_images=4, epochs=E, batches=B, gradient_scale=scaled)
         out = run_variant(v, model, theta, Xd, yd, iterations=iterations, seed=s)
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     images = out.pop("images")
     return dict(out, model=r.model, case=r.case, E=E, B=B, method=r.method, iterations=iterations,
-                gradient_scale=sigmoid and r.method != "AGIC", device=str(dev),
+                gradient_scale=scaled and r.method != "AGIC", device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                 seconds_per_iteration=out["seconds"] / max(1, out["evaluations"]),
                 Q_source="Song Table III" if r.method == "AWA" else None,
