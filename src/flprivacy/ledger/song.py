@@ -320,8 +320,13 @@ def quick_figure_verdicts(runs: Mapping[str, Any], budget: int) -> dict[str, Ver
 RESNET18_MODELS: dict[str, str] = {
     "resnet18": "ResNet-18 as §5.1 names it (ReLU, BatchNorm with the batch's statistics)",
     "resnet18-sigmoid": "sigmoid ResNet-18 (the activation of Zhu et al.'s code), loss divided by η²",
+    "resnet18-bn-eval": "ReLU ResNet-18 with BatchNorm on a fresh model's running statistics, loss divided by η²",
 }
-"""The two models of ``awa_table4_resnet18``: the first decides Table IV's cells, the second is a control."""
+"""The three models of ``awa_table4_resnet18``: the first decides Table IV's cells, the others are controls."""
+
+CONTROLS: dict[str, str] = {"resnet18-sigmoid": "a sigmoid ResNet-18",
+                            "resnet18-bn-eval": "a ResNet-18 with BatchNorm on running statistics"}
+"""The control models of :data:`RESNET18_MODELS` as their ledger rows name them ("Song Table IV at ...")."""
 
 
 def order_verdict(runs: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Verdict:
@@ -510,13 +515,14 @@ def rows() -> list[Row]:
                     add(rid, QUOTES["Table IV"], f"{cell[k]:g}", f"{p[k]:.3g} ({len(paper_runs)} image set(s))",
                         number(cell[k], p[k], tol=TOL[k], what=f"{case} {method} {label}"), record=paper_file)
                     continue
-                relu, sig = r18.get(("resnet18", case, method)), r18.get(("resnet18-sigmoid", case, method))
+                relu = r18.get(("resnet18", case, method))
                 if relu is not None:  # the paper's model, settings and budget (AWA: the paper's own Q*, no BO of ours)
                     d = relu["data"]
                     ours = (f"{d[k]:.3g}: {RESNET18_MODELS['resnet18']}, one image set, {d['iterations']:,} "
                             f"iterations" + (", Table III's Q (no BO of ours)" if method == "AWA" else ""))
-                    if sig is not None:
-                        ours += f"; control, {RESNET18_MODELS['resnet18-sigmoid']}: {sig['data'][k]:.3g}"
+                    for control in CONTROLS:
+                        if (control, case, method) in r18:
+                            ours += f"; control, {RESNET18_MODELS[control]}: {r18[(control, case, method)]['data'][k]:.3g}"
                     add(rid, QUOTES["Table IV"], f"{cell[k]:g}", ours,
                         number(cell[k], d[k], tol=TOL[k], what=f"{case} {method} {label}"),
                         file=f"{relu['name']}.json", record=relu)
@@ -524,20 +530,20 @@ def rows() -> list[Row]:
                 ours = f"ours (quick, small CNN, 16x16, {len(quick_runs)} image sets): {q[k]:.3g}" if q else ""
                 add(rid, QUOTES["Table IV"], f"{cell[k]:g}", ours, not_run(reason_paper_scale),
                     file="awa_table4_quick.json" if quick else "", record=quick)
-    for case in TABLE_IV:  # the sigmoid control, one row per case with runs
-        sig = {m: r18[("resnet18-sigmoid", case, m)] for m in ("DLG", "AGIC", "AWA")
-               if ("resnet18-sigmoid", case, m) in r18}
-        if not sig:
-            continue
-        first = next(iter(sig.values()))
-        add(f"Song Table IV at a sigmoid ResNet-18, {case} SSIM (control)", QUOTES["Table IV"],
-            ", ".join(f"{m} {TABLE_IV[case][m]['ssim']:g}" for m in sig),
-            f"{RESNET18_MODELS['resnet18-sigmoid']}, one image set, {first['data']['iterations']:,} iterations"
-            + (", AWA with Table III's Q" if "AWA" in sig else "") + ": "
-            + ", ".join(f"{m} {r['data']['ssim']:.3f}" for m, r in sig.items()),
-            combine(*(number(TABLE_IV[case][m]["ssim"], r["data"]["ssim"], tol=TOL["ssim"], what=f"{m} SSIM")
-                      for m, r in sig.items()), what=f"{case} at a sigmoid ResNet-18"),
-            file=f"{first['name']}.json", record=first)
+    for control, at in CONTROLS.items():  # each control model, one row per case with runs
+        for case in TABLE_IV:
+            sig = {m: r18[(control, case, m)] for m in ("DLG", "AGIC", "AWA") if (control, case, m) in r18}
+            if not sig:
+                continue
+            first = next(iter(sig.values()))
+            add(f"Song Table IV at {at}, {case} SSIM (control)", QUOTES["Table IV"],
+                ", ".join(f"{m} {TABLE_IV[case][m]['ssim']:g}" for m in sig),
+                f"{RESNET18_MODELS[control]}, one image set, {first['data']['iterations']:,} iterations"
+                + (", AWA with Table III's Q" if "AWA" in sig else "") + ": "
+                + ", ".join(f"{m} {r['data']['ssim']:.3f}" for m, r in sig.items()),
+                combine(*(number(TABLE_IV[case][m]["ssim"], r["data"]["ssim"], tol=TOL["ssim"], what=f"{m} SSIM")
+                          for m, r in sig.items()), what=f"{case} at {at}"),
+                file=f"{first['name']}.json", record=first)
     order_q = ""
     if quick_runs:
         wins = []
@@ -559,15 +565,15 @@ def rows() -> list[Row]:
     if len(relu) == len(TABLE_IV):  # every case at the paper's model (AWA with Table III's Q): the rules decide
         first = r18[("resnet18", "case 1", "AWA")]
         psnr = {c: relu[c]["AWA"]["psnr"] for c in TABLE_IV}
-        sig_psnr = {c: r18[("resnet18-sigmoid", c, "AWA")]["data"]["psnr"] for c in TABLE_IV
-                    if ("resnet18-sigmoid", c, "AWA") in r18}
+        controls_psnr = "".join(
+            f"; control, {at}: " + ", ".join(f"{c} {r18[(control, c, 'AWA')]['data']['psnr']:.2f}" for c in TABLE_IV
+                                              if (control, c, "AWA") in r18) + " dB"
+            for control, at in CONTROLS.items() if any((control, c, "AWA") in r18 for c in TABLE_IV))
         add("Song §5.2 AWA highest PSNR and SSIM in every case", QUOTES["Table IV order"], "AWA > AGIC, DLG in all "
             "four cases (Table IV)", order_q, order_verdict(relu), file=f"{first['name']}.json", record=first)
         add("Song §5.2 case 4 PSNR comparable to cases 1-3", QUOTES["Table IV case 4"], "AWA PSNR 19.68 vs 20.40-22.47",
             f"AWA PSNR at {RESNET18_MODELS['resnet18']}, Table III's Q: "
-            + ", ".join(f"{c} {v:.2f}" for c, v in psnr.items()) + " dB"
-            + (f"; control, sigmoid ResNet-18: " + ", ".join(f"{c} {v:.2f}" for c, v in sig_psnr.items()) + " dB"
-               if sig_psnr else ""),
+            + ", ".join(f"{c} {v:.2f}" for c, v in psnr.items()) + " dB" + controls_psnr,
             case4_psnr_verdict(psnr), file=f"{first['name']}.json", record=first)
     else:
         add("Song §5.2 AWA highest PSNR and SSIM in every case", QUOTES["Table IV order"], "AWA > AGIC, DLG in all "
@@ -575,7 +581,7 @@ def rows() -> list[Row]:
             record=quick)
         add("Song §5.2 case 4 PSNR comparable to cases 1-3", QUOTES["Table IV case 4"], "AWA PSNR 19.68 vs 20.40-22.47",
             "", not_run(reason_paper_scale))
-    fig2 = [r18.get((m, "case 4", k)) for m in RESNET18_MODELS for k in ("AGIC", "AWA")]
+    fig2 = [r18.get((m, "case 4", k)) for m in ("resnet18", "resnet18-sigmoid") for k in ("AGIC", "AWA")]
     if fig2[0] is not None and fig2[1] is not None:  # the paper's model decides; the sigmoid control is shown
         agic, awa_ = fig2[0]["data"]["ssim"], fig2[1]["data"]["ssim"]
         ours2 = f"case 4 SSIM at {RESNET18_MODELS['resnet18']}: AGIC {agic:.3f}, AWA {awa_:.3f} (Table III's Q)"
