@@ -383,6 +383,17 @@ def resnet18_runs() -> dict[tuple[str, str, str], dict[str, Any]]:
     return out
 
 
+def fully_run(r18: Mapping[tuple[str, str, str], Mapping[str, Any]], model: str) -> dict[str, dict[str, Any]]:
+    """The cases of Table IV in which every method with a paper cell ran at ``model``, each as
+    ``{method: the run's data}``, in Table IV's order (the input of :func:`order_verdict`)."""
+    out = {}
+    for case, methods in TABLE_IV.items():
+        ran = [m for m, v in methods.items() if v is not None]
+        if all((model, case, m) in r18 for m in ran):
+            out[case] = {m: r18[(model, case, m)]["data"] for m in ran}
+    return out
+
+
 def rows() -> list[Row]:
     """One row per numbered result of Song et al. 2025."""
     live = live_propositions()
@@ -532,17 +543,17 @@ def rows() -> list[Row]:
                     file="awa_table4_quick.json" if quick else "", record=quick)
     for control, at in CONTROLS.items():  # each control model, one row per case with runs
         for case in TABLE_IV:
-            sig = {m: r18[(control, case, m)] for m in ("DLG", "AGIC", "AWA") if (control, case, m) in r18}
-            if not sig:
+            runs = {m: r18[(control, case, m)] for m in ("DLG", "AGIC", "AWA") if (control, case, m) in r18}
+            if not runs:
                 continue
-            first = next(iter(sig.values()))
+            first = next(iter(runs.values()))
             add(f"Song Table IV at {at}, {case} SSIM (control)", QUOTES["Table IV"],
-                ", ".join(f"{m} {TABLE_IV[case][m]['ssim']:g}" for m in sig),
+                ", ".join(f"{m} {TABLE_IV[case][m]['ssim']:g}" for m in runs),
                 f"{RESNET18_MODELS[control]}, one image set, {first['data']['iterations']:,} iterations"
-                + (", AWA with Table III's Q" if "AWA" in sig else "") + ": "
-                + ", ".join(f"{m} {r['data']['ssim']:.3f}" for m, r in sig.items()),
+                + (", AWA with Table III's Q" if "AWA" in runs else "") + ": "
+                + ", ".join(f"{m} {r['data']['ssim']:.3f}" for m, r in runs.items()),
                 combine(*(number(TABLE_IV[case][m]["ssim"], r["data"]["ssim"], tol=TOL["ssim"], what=f"{m} SSIM")
-                          for m, r in sig.items()), what=f"{case} at {at}"),
+                          for m, r in runs.items()), what=f"{case} at {at}"),
                 file=f"{first['name']}.json", record=first)
     order_q = ""
     if quick_runs:
@@ -553,15 +564,12 @@ def rows() -> list[Row]:
             wins.append(means["AWA"]["ssim"] > max(others))
         order_q = f"ours (quick): AWA has the highest mean SSIM in {sum(wins)} of 4 cases"
     for model, label in RESNET18_MODELS.items():
-        full = [c for c in TABLE_IV if all((model, c, m) in r18 for m, v in TABLE_IV[c].items() if v is not None)]
+        full = fully_run(r18, model)
         if full:
-            top = [c for c in full if max((m for m, v in TABLE_IV[c].items() if v is not None),
-                                          key=lambda m: r18[(model, c, m)]["data"]["ssim"]) == "AWA"]
+            top = [c for c, runs in full.items() if max(runs, key=lambda m: runs[m]["ssim"]) == "AWA"]
             order_q += (("; " if order_q else "") + f"{label}, {', '.join(full)}: AWA has the highest SSIM in "
                         f"{len(top)} of {len(full)}")
-    cells = {c: [m for m, v in TABLE_IV[c].items() if v is not None] for c in TABLE_IV}
-    relu = {c: {m: r18[("resnet18", c, m)]["data"] for m in ms} for c, ms in cells.items()
-            if all(("resnet18", c, m) in r18 for m in ms)}
+    relu = fully_run(r18, "resnet18")
     if len(relu) == len(TABLE_IV):  # every case at the paper's model (AWA with Table III's Q): the rules decide
         first = r18[("resnet18", "case 1", "AWA")]
         psnr = {c: relu[c]["AWA"]["psnr"] for c in TABLE_IV}
