@@ -25,3 +25,28 @@ def test_seeds_start_with_the_factor_chapters_live_seeds():
     from flprivacy import base_seed, child_seed
 
     assert L.seeds(3)[:2] == [child_seed(base_seed(), 4, s) for s in range(2)]
+
+
+def test_app_f_controls_gap_is_upper_minus_super_at_tau_8():
+    """flprivacy.ledger.wilson.app_f_controls on a made-up record: means over seeds at τ = 8 only, the
+    gap is the upper bound's SSIM minus the super-client's, and fixed_N borrows fixed_B's K = 2."""
+    from flprivacy.ledger import wilson as W
+
+    def case(design, K, N, tau, variant, seed, ssim, err):
+        return dict(design=design, K=K, N=N, tau=tau, variant=variant, seed=seed, ssim=ssim, replay_error=err)
+
+    cases = []
+    for seed, shift in ((0, 0.0), (1, 0.02)):
+        cases += [case("fixed_B", 2, 16, 8, "super", seed, 0.30 + shift, 0.1), case("fixed_B", 2, 16, 8, "upper", seed, 0.40 + shift, 0.0),
+                  case("fixed_B", 2, 16, 1, "super", seed, 0.90, 0.0),  # τ = 1: ignored
+                  case("fixed_B", 4, 32, 8, "super", seed, 0.20, 0.2), case("fixed_B", 4, 32, 8, "upper", seed, 0.25, 0.0),
+                  case("fixed_N", 4, 16, 8, "super", seed, 0.10 + shift, 0.3), case("fixed_N", 4, 16, 8, "upper", seed, 0.45, 0.0)]
+    rec = {"data": {"designs": {"fixed_B": {}, "fixed_N": {}}, "cases": cases}}
+    got = W.app_f_controls(rec)
+    assert abs(got["fixed_B"][2]["gap"] - 0.10) < 1e-12 and abs(got["fixed_B"][2]["SSIM, super-client"] - 0.31) < 1e-12
+    assert abs(got["fixed_B"][4]["gap"] - 0.05) < 1e-12 and got["fixed_B"][4]["(K-1)/N"] == 3 / 32
+    assert got["fixed_N"][2] == got["fixed_B"][2]
+    assert abs(got["fixed_N"][4]["gap"] - (0.45 - 0.11)) < 1e-12 and abs(got["fixed_N"][4]["replay error, super-client"] - 0.3) < 1e-12
+    v = W.app_f_control_verdicts(rec)
+    assert v["fixed_B"][0].status == "not reproduced" and v["fixed_N"][0].status == "reproduced"
+    assert v["fixed_B"][1].ok and v["fixed_N"][1].ok
