@@ -419,6 +419,9 @@ def mean_digit_ssim(n: int = 200) -> float:
     return float(ssim(X.mean(0, keepdim=True).expand(n, -1, -1, -1), X[:n]).mean())
 
 
+APP_F_DESIGNS: dict[str, str] = {"fixed_B": "8 images per client", "fixed_N": "16 images split among the K clients"}
+"""The two designs of ``local_iterations_controls`` as the ledger's text names them."""
+
 def app_f_controls(record: Mapping[str, Any]) -> dict[str, dict[int, dict[str, float]]]:
     """App. F's gap at τ = 8 in the two designs of ``local_iterations_controls`` (η = 0.03):
     ``{design: {K: {"N", "(K-1)/N", "replay error, super-client", "SSIM, super-client",
@@ -574,7 +577,7 @@ def _factor_rows(rec: Mapping[str, Any] | None) -> list[Row]:
         verdicts = app_f_control_verdicts(ctl)
         ctl_text = "; control (local_iterations_controls, quick scale, {} seeds, 100 attack iterations), gap at τ = 8: ".format(
             len(ctl["seeds"])) + "; ".join(
-            f"{design} " + ", ".join(f"K = {K} (N = {v['N']}): {v['gap']:.3f}" for K, v in per_k.items())
+            f"{APP_F_DESIGNS.get(design, design)}: " + ", ".join(f"K = {K} (N = {v['N']}): {v['gap']:.3f}" for K, v in per_k.items())
             + f" ({verdicts[design][0].status})" for design, per_k in app_f_controls(ctl).items())
     out.append(row(**common, result_id="Wilson App. F gap grows with clients", claim=QUOTES["App. F gap"],
                    paper_value="gap larger at larger K",
