@@ -453,9 +453,9 @@ def app_f_control_verdicts(record: Mapping[str, Any]) -> dict[str, tuple[Verdict
     out = {}
     for design, per_k in app_f_controls(record).items():
         ks = list(per_k)
-        out[design] = (trend(ks, [per_k[k]["gap"] for k in ks], expected=1, what=f"{design}: gap vs K"),
+        out[design] = (trend(ks, [per_k[k]["gap"] for k in ks], expected=1, what=f"{APP_F_DESIGNS.get(design, design)}: gap vs K"),
                        trend(ks, [per_k[k]["replay error, super-client"] for k in ks], expected=1,
-                             what=f"{design}: replay error vs K"))
+                             what=f"{APP_F_DESIGNS.get(design, design)}: replay error vs K"))
     return out
 
 
