@@ -107,8 +107,8 @@ def test_curves_read_a_sweep_file():
 
 def test_a_missing_sweep_is_not_run_and_every_claim_has_one_row():
     rows = DS.rows({f: None for f in DS.FACTORS})
-    assert [r.result_id for r in rows] == [c.result_id for c in DS.CLAIMS]
-    assert {r.status for r in rows} == {"not run"}
+    assert [r.result_id for r in rows] == [c.result_id for c in DS.CLAIMS] + [DS.fig4_row().result_id]
+    assert {r.status for r in rows[:-1]} == {"not run"}
     assert len({c.result_id for c in DS.CLAIMS}) == len(DS.CLAIMS)
 
 
@@ -120,3 +120,27 @@ def test_the_sensitivity_rows_replace_diana_aias_old_ones():
     for c in DS.CLAIMS:
         (r,) = [r for r in rows if r.result_id == c.result_id]
         assert r.claim == c.claim
+
+
+def test_fig4_row_keeps_the_decided_verdict_and_shows_the_other_rows(monkeypatch):
+    """diana_sensitivity.fig4_row replaces diana_aia's Fig. 4 row of the same id: same verdict (active-50 Ours'
+    mean rho against the no-relation level), and the text gives passive Ours' and Model-w-O's trends."""
+    from flprivacy.ledger import diana_aia
+
+    def record(active: float, oracle: float) -> dict:
+        return {"name": "part3_fig4_synthetic", "scale": "paper", "command": "x", "date": "d", "seeds": [0, 1, 2],
+                "data": {"trend": {"level": -0.245, "clients": 51, "seeds": 3,
+                                   "passive/Ours": {"rho": [0.0], "mean_rho": -0.06},
+                                   "active-50/Ours": {"rho": [active], "mean_rho": active},
+                                   "Model-w-O": {"rho": [oracle], "mean_rho": oracle}}}}
+
+    for active, status in ((-0.67, "reproduced"), (-0.10, "not reproduced")):
+        rec = record(active, -0.86)
+        real = DS.record_or_none
+        monkeypatch.setattr(DS, "record_or_none", lambda name, scale_="paper", _r=rec, _real=real:
+                            _r if name == "part3_fig4_synthetic" else _real(name, scale_))
+        got, decided = DS.fig4_row(), diana_aia.fig4_row(rec, DS.CHAPTER, DS.DATA)
+        assert got.result_id == decided.result_id and got.status == decided.status == status
+        assert "Model-w-O -0.86" in got.ours and "passive/Ours -0.06" in got.ours and got.ours.startswith(decided.ours)
+    ids = [r.result_id for r in diana.rows()]
+    assert ids.count(decided.result_id) == 1

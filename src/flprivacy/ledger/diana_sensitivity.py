@@ -296,7 +296,8 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def rows(sweeps: dict[str, Sweep | None] | None = None) -> list[Row]:
-    """One row per :data:`CLAIMS` entry, from the paper-scale sweeps (``sweeps`` to pass them in)."""
+    """One row per :data:`CLAIMS` entry, from the paper-scale sweeps (``sweeps`` to pass them in), then
+    Fig. 4's (:func:`fig4_row`)."""
     from .diana import grad_relaxation_reason
 
     if sweeps is None:
@@ -316,4 +317,27 @@ def rows(sweeps: dict[str, Sweep | None] | None = None) -> list[Row]:
             v = Verdict(v.status, v.reason + grad_relaxation_reason({"data": {"settings": settings}}))
         out.append(row(paper=PAPER, result_id=c.result_id, claim=c.claim, paper_value=c.paper_value, ours=ours,
                        verdict=v, chapter=CHAPTER, data=DATA, record=s.record))
-    return out
+    return out + [fig4_row()]
+
+
+def fig4_row() -> Row:
+    """Fig. 4's row, decided as :func:`flprivacy.ledger.diana_aia.fig4_row` decides it (active-50
+    Ours), with the file's other rows beside it: passive Ours and Model-w-O, the client's optimal
+    local model, whose trend says whether the synthetic census has the mechanism the paper
+    describes (smaller clients' optima fit their rows more closely). It replaces that module's row
+    of the same id (:func:`flprivacy.ledger.diana.rows`); that module stays unedited because the
+    Part III result files record it."""
+    from dataclasses import replace
+
+    from .diana_aia import fig4_row as decided
+
+    rec = record_or_none("part3_fig4_synthetic")
+    base = decided(rec, CHAPTER, DATA)
+    if rec is None:
+        return base
+    tr = rec["data"]["trend"]
+    others = [k for k in tr if isinstance(tr[k], dict) and not (k.startswith("active-") and k.endswith("/Ours"))]
+    if not others:
+        return base
+    return replace(base, ours=base.ours + "; other rows: " + ", ".join(f"{k} {tr[k]['mean_rho']:+.2f}" for k in others)
+                   + f" (no relation: above {tr['level']:+.2f} with probability 99.86 %)")
