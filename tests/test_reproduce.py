@@ -568,6 +568,9 @@ def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monke
 def test_recorded_runtime_reads_the_files_cost(tmp_path, monkeypatch):
     _fake(tmp_path, monkeypatch, {"command": JOB.command, "runtime": {"wall_seconds": 12.5, "cpu_seconds": 12.0}})
     assert R.recorded_runtime(JOB) == 12.5
+    for jobs in ("--jobs 2", "--jobs=2"):  # a command split over two processes: two cores' work in one wall time
+        _fake(tmp_path, monkeypatch, {"command": f"{JOB.command} {jobs}", "runtime": {"wall_seconds": 12.5}})
+        assert R.recorded_runtime(JOB) == 25.0
     _fake(tmp_path, monkeypatch, {"command": JOB.command})
     assert R.recorded_runtime(JOB) is None
     monkeypatch.setattr(R, "result_path", lambda name, scale_=None: tmp_path / "absent.json")

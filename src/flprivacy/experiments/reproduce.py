@@ -270,21 +270,37 @@ def _record_of(job: Job) -> dict[str, Any]:
     return rec if isinstance(rec, dict) else {}
 
 
+def _jobs_of(command: str) -> int:
+    """The ``--jobs N`` of a recorded command (1 without): how many processes ran its points at once."""
+    words = shlex.split(command)
+    for i, w in enumerate(words):
+        value = words[i + 1] if w == "--jobs" and i + 1 < len(words) else w.removeprefix("--jobs=") if w.startswith(
+            "--jobs=") else None
+        if value is not None and value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
 def _runtime_of(rec: dict[str, Any]) -> float | None:
     runtime = rec.get("runtime")
     seconds = runtime.get("wall_seconds") if isinstance(runtime, dict) else None
-    return float(seconds) if isinstance(seconds, (int, float)) else None
+    if not isinstance(seconds, (int, float)):
+        return None
+    return float(seconds) * _jobs_of(str(rec.get("command", "")))
 
 
 def recorded_runtime(job: Job) -> float | None:
-    """The wall seconds the job's result file records for its run (``runtime.wall_seconds``), or None
-    when the file or that field is missing."""
+    """The one-core seconds of the job's run as its result file records them: the wall seconds
+    (``runtime.wall_seconds``) times the processes its command ran at once (``--jobs N``, 1 without),
+    since a command split over N cores records N cores' work in one wall time (Fig. 3's heterogeneity
+    sweep at ``--jobs 2``: 5,154 s of wall time, 10,277 s in its points). None when the file or the
+    field is missing."""
     return _runtime_of(_record_of(job))
 
 
 def plan_record(plan: list[Job] | None = None) -> dict[str, Any]:
     """Where the whole plan stands now, for ``reproduce.json``: each job's file, whether it is
-    current (and why not), its run's date, commit and recorded one-core wall time; the count of
+    current (and why not), its run's date, commit and one-core time (:func:`recorded_runtime`); the count of
     current files and the sum of their recorded times, i.e. what an end-to-end run has cost so
     far, session by session ("complete" when every file is current)."""
     plan = list(PLAN) if plan is None else plan
@@ -415,7 +431,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if spent:
         timed = [x for x in spent if x is not None]
         print(f"current: {len(spent)} of {len(plan)} files; {len(timed)} record their run's cost, together "
-              f"{sum(timed) / 3600:.1f} h of wall time on one core each"
+              f"{sum(timed) / 3600:.1f} h of one core's time (wall time x processes)"
               + (f" ({len(spent) - len(timed)} made before costs were recorded)" if len(timed) < len(spent) else ""))
     known = [j.estimate_min for j in todo if j.estimate_min > 0]
     print(f"to run: {len(todo)} of {len(plan)} commands, about {sum(known) / 60:.1f} h of one core's time for the "
