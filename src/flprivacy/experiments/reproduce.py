@@ -210,21 +210,24 @@ def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] 
     return check_sources(sources, units, Path(__file__).resolve().parents[2])
 
 
+def _split_jobs(command: str) -> tuple[list[str], int]:
+    """A command's words without its ``--jobs N`` option (``--jobs N`` or ``--jobs=N``), and N (1 without
+    a positive integer there): how many processes ran its points at once."""
+    out, values = [], []
+    words = iter(shlex.split(command))
+    for w in words:
+        if w == "--jobs":
+            values.append(next(words, ""))
+        elif w.startswith("--jobs="):
+            values.append(w.removeprefix("--jobs="))
+        else:
+            out.append(w)
+    return out, next((int(v) for v in values if v.isdigit() and int(v) > 0), 1)
+
+
 def _without_jobs(command: str) -> str:
     """A command without its ``--jobs N`` option, which changes the wall time, not the numbers."""
-    words = shlex.split(command)
-    out = []
-    skip = False
-    for w in words:
-        if skip:
-            skip = False
-            continue
-        if w == "--jobs":
-            skip = True
-            continue
-        if not w.startswith("--jobs="):
-            out.append(w)
-    return " ".join(out)
+    return " ".join(_split_jobs(command)[0])
 
 
 def status(job: Job) -> tuple[bool, str]:
@@ -270,23 +273,12 @@ def _record_of(job: Job) -> dict[str, Any]:
     return rec if isinstance(rec, dict) else {}
 
 
-def _jobs_of(command: str) -> int:
-    """The ``--jobs N`` of a recorded command (1 without): how many processes ran its points at once."""
-    words = shlex.split(command)
-    for i, w in enumerate(words):
-        value = words[i + 1] if w == "--jobs" and i + 1 < len(words) else w.removeprefix("--jobs=") if w.startswith(
-            "--jobs=") else None
-        if value is not None and value.isdigit() and int(value) > 0:
-            return int(value)
-    return 1
-
-
 def _runtime_of(rec: dict[str, Any]) -> float | None:
     runtime = rec.get("runtime")
     seconds = runtime.get("wall_seconds") if isinstance(runtime, dict) else None
     if not isinstance(seconds, (int, float)):
         return None
-    return float(seconds) * _jobs_of(str(rec.get("command", "")))
+    return float(seconds) * _split_jobs(str(rec.get("command", "")))[1]
 
 
 def recorded_runtime(job: Job) -> float | None:
