@@ -422,6 +422,7 @@ def mean_digit_ssim(n: int = 200) -> float:
 APP_F_DESIGNS: dict[str, str] = {"fixed_B": "8 images per client", "fixed_N": "16 images split among the K clients"}
 """The two designs of ``local_iterations_controls`` as the ledger's text names them."""
 
+
 def app_f_controls(record: Mapping[str, Any]) -> dict[str, dict[int, dict[str, float]]]:
     """App. F's gap at τ = 8 in the two designs of ``local_iterations_controls`` (η = 0.03):
     ``{design: {K: {"N", "(K-1)/N", "replay error, super-client", "SSIM, super-client",
@@ -459,12 +460,12 @@ def app_f_control_verdicts(record: Mapping[str, Any]) -> dict[str, tuple[Verdict
     return out
 
 
-def _with_control(v: Verdict, ctl: Mapping[str, Any] | None) -> Verdict:
+def _with_control(v: Verdict, verdicts: Mapping[str, tuple[Verdict, Verdict]] | None) -> Verdict:
     """App. F's "gap grows with clients" verdict (decided on the paper's design, 16 images per
-    client) with what the controlled experiment says about the reason, when it did not hold."""
-    if v.ok or ctl is None:
+    client) with what the controlled experiment (:func:`app_f_control_verdicts`) says about the
+    reason, when it did not hold."""
+    if v.ok or verdicts is None:
         return v
-    verdicts = app_f_control_verdicts(ctl)
     return Verdict(v.status, v.reason + "; the chapter's controlled experiment (quick scale, τ = 8) applies this rule "
                    f"to the gap over K = 2, 4, 8 with N fixed at 16 images ({verdicts['fixed_N'][0].status}) and with "
                    f"8 images per client ({verdicts['fixed_B'][0].status}): it tests whether a number of images per "
@@ -572,18 +573,18 @@ def _factor_rows(rec: Mapping[str, Any] | None) -> list[Row]:
                    chapter=CH_FACTORS))
     gap = {(K, t): (upp[(K, t)] if t > 1 else sup[(K, 1)]) - sup[(K, t)] for K in (2, 4) for t in (1, 3, 8)}
     ctl = record_or_none("local_iterations_controls", "quick")
-    ctl_text = ""
+    ctl_text, verdicts = "", None
     if ctl is not None:  # the controlled experiment of the factors chapter: shown beside the row, it does not decide it
         verdicts = app_f_control_verdicts(ctl)
-        ctl_text = "; control (local_iterations_controls, quick scale, {} seeds, 100 attack iterations), gap at τ = 8: ".format(
-            len(ctl["seeds"])) + "; ".join(
+        ctl_text = f"; control (local_iterations_controls, quick scale, {len(ctl['seeds'])} seeds, 100 attack iterations), " \
+                   "gap at τ = 8: " + "; ".join(
             f"{APP_F_DESIGNS.get(design, design)}: " + ", ".join(f"K = {K} (N = {v['N']}): {v['gap']:.3f}" for K, v in per_k.items())
             + f" ({verdicts[design][0].status})" for design, per_k in app_f_controls(ctl).items())
     out.append(row(**common, result_id="Wilson App. F gap grows with clients", claim=QUOTES["App. F gap"],
                    paper_value="gap larger at larger K",
                    ours="gap at τ = 8 (η = 0.03): " + ", ".join(f"K = {K}: {gap[(K, 8)]:.3f}" for K in (2, 4)) + ctl_text,
                    verdict=_with_control(ordering({"K=4": gap[(4, 8)], "K=2": gap[(2, 8)]}, ["K=4", "K=2"],
-                                                  what="gap at τ = 8"), ctl),
+                                                  what="gap at τ = 8"), verdicts),
                    chapter=CH_FACTORS))
     out.append(row(**common, result_id="Wilson App. F gap grows with local iterations", claim=QUOTES["App. F gap"],
                    paper_value="gap larger at larger τ",
