@@ -152,7 +152,7 @@ def test_a_sweep_splits_its_runs_and_stays_current(tmp_path, monkeypatch):
     R.run_job(job, 2)
     assert "--jobs" not in (tmp_path / "logs" / "x.log").read_text()
     assert R._without_jobs(sweep.command + " --jobs 2") == R._without_jobs(sweep.command)
-    assert all(j.splits == (j.module == "part3_fig3") for j in R.PLAN)
+    assert all(j.splits == (j.module in ("part3_fig3", "part3_points")) for j in R.PLAN)
 
 
 def test_stop_running_ends_running_jobs_and_keeps_queued_ones_from_starting(tmp_path, monkeypatch):
@@ -571,6 +571,10 @@ def test_recorded_runtime_reads_the_files_cost(tmp_path, monkeypatch):
     for jobs in ("--jobs 2", "--jobs=2"):  # a command split over two processes: two cores' work in one wall time
         _fake(tmp_path, monkeypatch, {"command": f"{JOB.command} {jobs}", "runtime": {"wall_seconds": 12.5}})
         assert R.recorded_runtime(JOB) == 25.0
+    # a file assembled from resumable points: their CPU seconds over every session, not the last call's wall time
+    _fake(tmp_path, monkeypatch, {"command": f"{JOB.command} --jobs 2", "runtime": {"wall_seconds": 3.0},
+                                  "data": {"points_record": {"one_core_seconds": 4000.0}}})
+    assert R.recorded_runtime(JOB) == 4000.0
     _fake(tmp_path, monkeypatch, {"command": JOB.command})
     assert R.recorded_runtime(JOB) is None
     monkeypatch.setattr(R, "result_path", lambda name, scale_=None: tmp_path / "absent.json")

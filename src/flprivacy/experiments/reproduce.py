@@ -124,8 +124,11 @@ PLAN: tuple[Job, ...] = (
     Job("part3_table3_medical", "part3_table3", ("--task", "Medical", *SEEDS), "Diana Table 3 Medical"),
     Job("part3_table3_income_l_synthetic", "part3_table3", ("--task", "Income-L", "--source", "synthetic", *SEEDS),
         "Diana Table 3 Income-L (synthetic census)"),
-    Job("part3_table3_income_a_synthetic", "part3_table3", ("--task", "Income-A", "--source", "synthetic", *SEEDS),
-        "Diana Table 3 Income-A (synthetic census)"),
+    # resumable point by point (part3_points: a clipping-norm search, then one point per seed; about
+    # 35 min + 3 x 40 min of one core, measured 2026-11-27 on two busy cores)
+    Job("part3_table3_income_a_synthetic", "part3_points",
+        ("table3", "--task", "Income-A", "--source", "synthetic", *SEEDS),
+        "Diana Table 3 Income-A (synthetic census)", 155, splits=True),
     Job("part3_table3_controls", "part3_table3_controls", SEEDS, "Diana Table 3 controlled experiments (App. C.4, "
         "Medical under DP-SGD)", 7),
     Job("part3_table3_controls_grad", "part3_table3_controls", (*SEEDS, "--grad-stopping"),
@@ -144,9 +147,12 @@ PLAN: tuple[Job, ...] = (
     Job("part3_fig1", "part3_fig1", SEEDS, "Diana Fig. 1"),
     *(Job(f"part3_fig3_{f}_synthetic", "part3_fig3", ("--factor", f, *SEEDS), f"Diana {label}", est, splits=True)
       # heterogeneity: 18 runs of about 10.5 min each (measured 2026-11-26 under the authors' relaxation)
-      for f, label, est in (("heterogeneity", "Fig. 3 left", 190), ("batch_size", "Fig. 3 centre", 113),
-                            ("epochs", "Fig. 3 right", 59), ("start_round", "App. C.2", 81),
-                            ("active_rounds", "App. C.3", 25))),
+      for f, label, est in (("heterogeneity", "Fig. 3 left", 190), ("epochs", "Fig. 3 right", 59),
+                            ("start_round", "App. C.2", 81), ("active_rounds", "App. C.3", 25))),
+    # the same sweep resumable point by point (part3_points), since it outlasts a session: 18 runs
+    # (the other panels keep part3_fig3's command, which made their current files)
+    Job("part3_fig3_batch_size_synthetic", "part3_points", ("fig3", "--factor", "batch_size", *SEEDS),
+        "Diana Fig. 3 centre", 190, splits=True),
     Job("part3_fig4_synthetic", "part3_fig4", SEEDS, "Diana Fig. 4 (smaller clients leak more; Income-A synthetic)",
         48),
 )
@@ -274,6 +280,10 @@ def _record_of(job: Job) -> dict[str, Any]:
 
 
 def _runtime_of(rec: dict[str, Any]) -> float | None:
+    data = rec.get("data")
+    points = data.get("points_record") if isinstance(data, dict) else None
+    if isinstance(points, dict) and isinstance(points.get("one_core_seconds"), (int, float)):
+        return float(points["one_core_seconds"])  # a file assembled from points: their CPU seconds, all sessions
     runtime = rec.get("runtime")
     seconds = runtime.get("wall_seconds") if isinstance(runtime, dict) else None
     if not isinstance(seconds, (int, float)):
@@ -282,7 +292,8 @@ def _runtime_of(rec: dict[str, Any]) -> float | None:
 
 
 def recorded_runtime(job: Job) -> float | None:
-    """The one-core seconds of the job's run as its result file records them: the wall seconds
+    """The one-core seconds of the job's run as its result file records them: for a file assembled
+    from resumable points (:mod:`.points`), their summed CPU seconds (``points_record``); else the wall seconds
     (``runtime.wall_seconds``) times the processes its command ran at once (``--jobs N``, 1 without),
     since a command split over N cores records N cores' work in one wall time (Fig. 3's heterogeneity
     sweep at ``--jobs 2``: 5,154 s of wall time, 10,277 s in its points). None when the file or the
