@@ -36,6 +36,13 @@ def test_a_finished_point_is_written_with_provenance_and_reused(folder, monkeypa
     (folder / "demo" / "a.json").write_text(json.dumps(edited))
     out = P.run_points("demo", [*pts, P.Point("c", "math:hypot", (8, 15))], log=None)
     assert calls == [[3, 4], [5, 12], [8, 15]] and out["c"]["data"] == 17.0
+    # the same key with other arguments, or a file of another scale, runs again too
+    calls.clear()
+    assert P.run_points("demo", [P.Point("a", "math:hypot", (6, 8))], log=None)["a"]["data"] == 10.0
+    other = json.loads((folder / "demo" / "b.json").read_text())
+    (folder / "demo" / "b.json").write_text(json.dumps(dict(other, scale="paper" if other["scale"] != "paper" else "quick")))
+    P.run_points("demo", pts, log=None)
+    assert calls == [[6, 8], [3, 4], [5, 12]]
     assert P.provenance(out)["points"] == 3 and P.provenance(out)["one_core_seconds"] >= 0
 
 
@@ -83,10 +90,11 @@ def test_table3_from_points_equals_the_run(folder, monkeypatch):
     tiny = _tiny(part3_table3.table3_settings("Medical"))
     for mod in (part3_table3, part3_points):
         monkeypatch.setattr(mod, "table3_settings", lambda task: tiny)
-    monkeypatch.setitem(part3_table3.QUICK_CLIP_GRID, "Medical", (1e6, 3e6))
+    monkeypatch.setitem(part3_table3.QUICK_CLIP_GRID, "Medical", (3e6, 1e7))
     want = part3_table3.run("Medical", "medical", [0], save=False)
     got = part3_points.table3("Medical", "medical", [0], save=False)
     assert got["clip"] == json.loads(json.dumps(want["clip"]))
+    assert got["per_seed"][0]["details"]["after_training"]["max_grad_norm"] == got["clip"]["best"]
     assert got["per_seed"][0]["rows"] == want["per_seed"][0]["rows"] and got["summary"] == want["summary"]
     assert got["points_record"]["points"] == 2 and got["seconds"] == got["points_record"]["one_core_seconds"]
     assert sorted(p.name for p in (folder / "part3_table3_medical").iterdir()) == ["clip_seed=0.json", "seed=0.json"]
