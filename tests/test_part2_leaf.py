@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from flprivacy import ClientData, LocalSGD, eavesdrop, logistic_regression, run_fedavg
-from flprivacy.attacks.reconstruction import decode_mapping, learned_mapping_reconstruction_batch, update_span
+from flprivacy.attacks.reconstruction import (decode_mapping, follow_mapping, learned_mapping_reconstruction_batch,
+                                              update_span)
 from flprivacy.experiments import part2_leaf_diagnostics as diag
 from flprivacy.experiments.part2_leaf import attack_seed, local_rule, rows_of
 
@@ -78,6 +79,44 @@ def test_decode_mapping_replays_eq7(small):
         decode_mapping(small.results, steps=1, basis=torch.zeros(2, 3, 1))
 
 
+def test_follow_mapping_is_the_fixed_point_iteration_of_G(small):
+    """θ ← θ - α G(θ): at α = 1 one step is the local update as G learned it."""
+    start = torch.stack([r.theta_init for r in small.results])
+    out = follow_mapping(small.results, steps=3, alpha=0.5, checkpoints=(0, 1))
+    assert set(out) == {0, 1, 3} and torch.equal(out[0], start)
+    one = torch.stack([r.theta_init - 0.5 * r.predict(r.theta_init) for r in small.results])
+    assert torch.allclose(out[1], one, atol=1e-6)
+    th = out[1]
+    for _ in range(2):
+        th = torch.stack([t - 0.5 * r.predict(t) for t, r in zip(th, small.results)])
+    assert torch.allclose(out[3], th, atol=1e-5)
+    # an affine map fitted exactly to a contraction θ_c = θ - 0.1 (θ - 1): following it (α = 1) converges to 1
+    g = torch.Generator().manual_seed(2)
+    sent = torch.randn(30, 3, generator=g, dtype=torch.float64)
+    res = learned_mapping_reconstruction_batch([(sent, sent - 0.1 * (sent - 1.0))], hidden=0, fit_steps=3000,
+                                               fit_lr=1e-2, decode_steps=1)
+    assert torch.allclose(follow_mapping(res, steps=300)[300], torch.ones(1, 3), atol=1e-3)
+    with pytest.raises(ValueError, match="alpha"):
+        follow_mapping(small.results, steps=1, alpha=0.0)
+    with pytest.raises(ValueError, match="steps"):
+        follow_mapping(small.results, steps=-1)
+    with pytest.raises(ValueError, match="all the entries"):
+        follow_mapping(small.results[1:], steps=1)
+
+
+def test_one_logit_model_and_g_initialisation():
+    kw = {"overrides": {**SMALL, "local_steps": (1,)}}
+    one = attack_seed(4, one_logit=True, **kw)
+    assert one.model.dim == 11 and one.model.loss_name == "bce" and one.messages[0].sent.shape[1] == 11
+    two = attack_seed(4, **kw)
+    assert two.model.dim == 22 and two.model.loss_name == "cross_entropy"
+    same = attack_seed(4, mapping_seed=4, **kw)  # the default seeds G with the training seed
+    assert torch.equal(same.results[0].theta, two.results[0].theta)
+    other = attack_seed(4, mapping_seed=1004, **kw)
+    assert torch.equal(other.messages[0].returned, two.messages[0].returned)  # same training,
+    assert not torch.equal(other.results[0].mapping.W1, two.results[0].mapping.W1)  # another G
+
+
 def test_decode_mapping_normalised_units():
     g = torch.Generator().manual_seed(1)
     sent = 3.0 + 2.0 * torch.randn(2, 12, 4, generator=g)
@@ -134,6 +173,10 @@ def test_probes_and_summary(small):
         assert r["dist_last_to_optimum"] == pytest.approx(float((M.returned[-1] - small.optima[c]).norm()))
         assert set(k for k in r if k.startswith("G_error_")) == {f"G_error_{x}" for x in diag.LAMBDAS}
         assert set(k for k in r if k.startswith("acc_decode_")) == {"acc_decode_0", "acc_decode_10"}
+        i_ = small.keys.index((r["local_steps"], c))
+        for al in diag.FOLLOW["alphas"]:
+            th_f = follow_mapping(small.results, steps=diag.FOLLOW["steps"], alpha=al)[diag.FOLLOW["steps"]][i_]
+            assert r[f"acc_follow_{al}"] == small.model.accuracy(th_f, data.X, data.y)
         i = small.keys.index((r["local_steps"], c))
         last = M.returned[-1]
         scale = (M.sent - M.returned).pow(2).sum(1).mean().sqrt()
@@ -211,7 +254,7 @@ def test_screen_draws_matches_the_paper_rows():
 def test_run_draw_data_seeds(monkeypatch):
     seen = []
 
-    def fake_attack(seed, labels, data_seed=None, overrides=None):
+    def fake_attack(seed, labels, data_seed=None, overrides=None, one_logit=False, mapping_seed=None):
         seen.append((seed, data_seed))
         return seed
 

@@ -629,6 +629,35 @@ def decode_mapping(results: Sequence[LearnedMappingResult], *, steps: int, lr: f
     return {k: z * G.in_scale[:, None] + G.center for k, z in snaps.items()}
 
 
+@torch.no_grad()
+def follow_mapping(results: Sequence[LearnedMappingResult], *, steps: int, alpha: float = 1.0,
+                   theta_init: Tensor | None = None, checkpoints: Sequence[int] = ()) -> dict[int, Tensor]:
+    """Another way to solve eq. (7) on already fitted maps (the entries of one
+    :func:`learned_mapping_reconstruction_batch` call, in order): follow the learned local update
+    instead of minimising ||G(θ)||², i.e. the fixed-point iteration θ ← θ - α G(θ), ``steps`` times
+    from ``theta_init`` (default each result's ``theta_init``). G(θ) predicts θ - Local_Update(θ)
+    (:class:`UpdateMapping`), so at α = 1 each step is the client's local update as G learned it, and a
+    fixed point is a zero of G, the point eq. (7) looks for. Returns the iterates ``(b, d)`` after each
+    step count in ``checkpoints`` and after ``steps`` (key ``steps``)."""
+    where = "follow_mapping"
+    check_int("steps", steps, where, minimum=0)
+    check_positive("alpha", alpha, where)
+    decode_mapping(results, steps=0, theta_init=theta_init)  # the same checks of results and theta_init
+    G = results[0].mapping
+    b, d = len(results), G.center.shape[1]
+    theta = (torch.stack([r.theta_init for r in results]) if theta_init is None
+             else torch.as_tensor(theta_init)).to(G.center.dtype).reshape(b, d)
+    marks = set(checkpoints)
+    out = {0: theta.clone()} if 0 in marks else {}
+    for i in range(int(steps)):
+        theta = theta - alpha * G(theta)
+        if i + 1 in marks:
+            out[i + 1] = theta.clone()
+    check_finite("the followed iterates", theta, where, f"use a smaller alpha than {alpha}")
+    out[int(steps)] = theta
+    return out
+
+
 @dataclass(frozen=True)
 class _MappingSettings:
     """The settings of Algo. 3 and their defaults, one source for :func:`learned_mapping_reconstruction`

@@ -34,6 +34,7 @@ from ..models import FLModel
 from ..optimum import regularised_optimum
 from . import save_result, seeds_command
 from ..ledger.xu_neglia import PAPER_TABLE1
+from .part2_adult import binary_logistic
 from .part2_common import SETTINGS
 
 LOCAL_UNITS = ("steps", "epochs")
@@ -72,10 +73,14 @@ def local_rule(steps: int, s: Mapping[str, Any]) -> LocalSGD:
 
 
 def attack_seed(seed: int, labels: str = "argmax", *, data_seed: int | None = None,
-                overrides: Mapping[str, Any] | None = None) -> LeafAttack:
+                overrides: Mapping[str, Any] | None = None, one_logit: bool = False,
+                mapping_seed: int | None = None) -> LeafAttack:
     """One LEAF draw (``data_seed``, default ``seed``); FedAvg for each number of local steps
     (training seed ``seed``); every client attacked (one batch). ``overrides`` replace entries of
-    ``SETTINGS["leaf_table1"]`` (``"mapping"`` entries are merged)."""
+    ``SETTINGS["leaf_table1"]`` (``"mapping"`` entries are merged). ``one_logit``: the binary model
+    with one logit and the binary cross-entropy (d = 11, :func:`.part2_adult.binary_logistic`)
+    instead of the paper's two-logit softmax (d = 22); ``mapping_seed``: the seed of G's
+    initialisation (default ``seed``)."""
     s = dict(SETTINGS["leaf_table1"])
     for k, v in (overrides or {}).items():
         if k not in s:
@@ -83,7 +88,7 @@ def attack_seed(seed: int, labels: str = "argmax", *, data_seed: int | None = No
         s[k] = {**s[k], **v} if k == "mapping" else v
     fed = leaf_synthetic(s["sizes"], s["n_features"], s["n_classes"], s["n_clusters"],
                          seed=seed if data_seed is None else data_seed, labels=labels)
-    model = logistic_regression(s["n_features"], s["n_classes"])
+    model = binary_logistic(s["n_features"]) if one_logit else logistic_regression(s["n_features"], s["n_classes"])
     messages, keys, local = [], [], {}
     for steps in s["local_steps"]:
         local[steps] = local_rule(steps, s)
@@ -91,7 +96,8 @@ def attack_seed(seed: int, labels: str = "argmax", *, data_seed: int | None = No
         for c in range(len(fed.clients)):
             messages.append(eavesdrop(run.log, c))
             keys.append((steps, c))
-    results = learned_mapping_reconstruction_batch(messages, seed=seed, **s["mapping"])
+    results = learned_mapping_reconstruction_batch(messages, seed=seed if mapping_seed is None else mapping_seed,
+                                                   **s["mapping"])
     optima = [regularised_optimum(model, data, OPTIMUM["l2"], OPTIMUM["lbfgs_iterations"]) for data in fed.clients]
     return LeafAttack(fed, model, keys, messages, results, local, optima, s)
 

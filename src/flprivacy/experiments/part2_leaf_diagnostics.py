@@ -9,8 +9,11 @@ decoding? One change at a time against the book's settings (``SETTINGS["leaf_tab
 - a longer fit of eq. (6) (5,000 Adam steps instead of 1,000);
 - rounds T = 20 and T = 200 (the paper gives none; ours 50);
 - one fixed LEAF draw (data seed 0) under every training seed, instead of a fresh draw per seed;
+- against the book now (K local epochs): the one-logit model with the binary cross-entropy (d = 11)
+  instead of the two-logit softmax (d = 22), and G initialised from another seed;
 - on the reference runs and the epochs runs: eq. (7) read at 0, 200, 2,000 and 20,000 Adam steps (the decode curve),
-  eq. (7) restricted to the span of the observed updates, and G's error against the client's true
+  eq. (7) restricted to the span of the observed updates, the learned map followed instead,
+  θ ← θ - α G(θ) for 1,000 steps at α = 0.3, 1 and 3 (:data:`FOLLOW`), and G's error against the client's true
   (expected) update at points θ_λ = θ_last + λ(θ* - θ_last) between the last returned model and the
   true local optimum θ*.
 
@@ -45,7 +48,7 @@ import torch
 from tqdm import tqdm
 
 from .. import eavesdrop, logistic_regression, run_fedavg
-from ..attacks.reconstruction import decode_mapping, update_span
+from ..attacks.reconstruction import decode_mapping, follow_mapping, update_span
 from ..config import generator as make_generator
 from ..data import leaf_synthetic
 from ..ledger.xu_neglia import PAPER_TABLE1
@@ -62,9 +65,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "T = 20 rounds": {"overrides": {**STEPS, "rounds": 20}},
     "T = 200 rounds": {"overrides": {**STEPS, "rounds": 200}},
     "one fixed data draw": {"data_seed": 0, "overrides": STEPS},
+    "K local epochs, one logit (BCE, d = 11)": {"one_logit": True, "overrides": {"local_unit": "epochs"}},
+    "K local epochs, G initialised from another seed": {"mapping_seed_offset": 1000,
+                                                        "overrides": {"local_unit": "epochs"}},
 }
 """The controlled changes; the first is the reference (the book's settings before this study, K SGD
-steps); every other row changes one thing. The book now follows the second (Algo. 2's epochs)."""
+steps); the next five change one thing against it. The book now follows the second (Algo. 2's
+epochs); the last two change one thing against the book now: the model's parametrisation (one logit
+and the binary cross-entropy instead of the two-logit softmax), and G's random initialisation (its
+seed moved by ``mapping_seed_offset``)."""
 SCREENED_DRAWS = 10
 """How many of the closest screened draws the data-draw study runs (ten, so that the fraction of
 draws on which the paper's gain holds is measured, not one lucky draw)."""
@@ -84,6 +93,9 @@ seed, at five and ten far less."""
 PROBED = tuple(VARIANTS)[:2]
 """The variants whose fitted maps are probed (:func:`probes`)."""
 
+FOLLOW = {"steps": 1000, "alphas": (0.3, 1.0, 3.0)}
+"""Eq. (7) solved by following the learned map, θ ← θ - α G(θ) (:func:`follow_mapping`): the step
+count and the step sizes α probed."""
 DECODE_CHECKPOINTS = (0, 200, 2000, 20000)
 """Adam steps of eq. (7) at which the decoded model is scored (the book decodes 2,000)."""
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -105,13 +117,15 @@ def true_update(a: LeafAttack, i: int, theta: torch.Tensor, seed: int) -> torch.
 
 def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPOINTS) -> list[dict]:
     """Decode curve (accuracy after each of ``checkpoints`` Adam steps of eq. 7), span-restricted
-    decoding and G's error along the segment to θ* (relative to the RMS observed update), per attack."""
+    decoding, the learned map followed (:data:`FOLLOW`; ``acc_follow_<α>``) and G's error along the
+    segment to θ* (relative to the RMS observed update), per attack."""
     acc = a.model.accuracy
     curve = decode_mapping(a.results, steps=max(checkpoints), lr=a.settings["mapping"]["decode_lr"],
                            checkpoints=checkpoints)
     basis = update_span(a.messages, SPAN_RTOL)
     span = decode_mapping(a.results, steps=a.settings["mapping"]["decode_steps"],
                           lr=a.settings["mapping"]["decode_lr"], basis=basis)[a.settings["mapping"]["decode_steps"]]
+    followed = {al: follow_mapping(a.results, steps=FOLLOW["steps"], alpha=al)[FOLLOW["steps"]] for al in FOLLOW["alphas"]}
     out = []
     for i, ((steps, c), M, r) in enumerate(zip(a.keys, a.messages, a.results)):
         data, star, last = a.fed.clients[c], a.optima[c], M.returned[-1]
@@ -123,6 +137,8 @@ def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPO
                                "dist_decoded_to_optimum": float((r.theta - star).norm())}
         for k in checkpoints:
             row[f"acc_decode_{k}"] = acc(curve[k][i], data.X, data.y)
+        for al, th_f in followed.items():
+            row[f"acc_follow_{al}"] = acc(th_f[i], data.X, data.y)
         for lam in LAMBDAS:
             th = last + lam * (star - last)
             err = (r.predict(th) - true_update(a, i, th, seed)).norm() / scale
@@ -188,7 +204,9 @@ def run_variant(name: str, seeds: Sequence[int], labels: str = "argmax", progres
     v: Mapping[str, Any] = VARIANTS[name]
     rows = []
     for seed in tqdm(list(seeds), desc=name, disable=not progress):
-        a = attack_seed(seed, labels, data_seed=v.get("data_seed"), overrides=v.get("overrides"))
+        a = attack_seed(seed, labels, data_seed=v.get("data_seed"), overrides=v.get("overrides"),
+                        one_logit=v.get("one_logit", False),
+                        mapping_seed=seed + v["mapping_seed_offset"] if "mapping_seed_offset" in v else None)
         recs = rows_of(a, seed)
         if name in PROBED:
             for rec, extra in zip(recs, probes(a, seed)):
@@ -261,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows += run_variant(name, range(n), args.labels, progress=True)
     name = "part2_leaf_diagnostics" + ("_reference" if args.labels == "leaf-reference" else "")
     path = save_result(name, {"settings": SETTINGS["leaf_table1"], "variants": VARIANTS, "labels": args.labels,
-                              "decode_checkpoints": DECODE_CHECKPOINTS, "lambdas": LAMBDAS, "span_rtol": SPAN_RTOL,
+                              "decode_checkpoints": DECODE_CHECKPOINTS, "follow": FOLLOW, "lambdas": LAMBDAS,
+                              "span_rtol": SPAN_RTOL,
                               "true_update_draws": TRUE_UPDATE_DRAWS, "seeds": n, "records": rows}, seeds=range(n))
     print("wrote", path)
 
