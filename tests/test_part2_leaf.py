@@ -214,6 +214,17 @@ def test_table1_variants_rule():
     assert _variants_sentence(None) == ""
 
 
+def test_follow_sentence():
+    from flprivacy.ledger.xu_neglia import _follow_sentence
+
+    recs = [{"variant": "a", "acc_last_returned": 0.5, "acc_decoded": 0.6, "acc_follow_0.3": 0.4, "acc_follow_1.0": 0.55},
+            {"variant": "a", "acc_last_returned": 0.7, "acc_decoded": 0.7, "acc_follow_0.3": 0.7, "acc_follow_1.0": 0.65},
+            {"variant": "b", "acc_last_returned": 0.1, "acc_decoded": 0.9}]  # not probed: left out
+    text = _follow_sentence({"data": {"follow": {"steps": 10, "alphas": [0.3, 1.0]}, "records": recs}})
+    assert "Adam gains +5.0 points" in text and "-5.0 at α = 0.3" in text and "+0.0 at α = 1" in text
+    assert _follow_sentence(None) == "" and _follow_sentence({"data": {"records": recs}}) == ""
+
+
 def test_table1_numbers_ceiling():
     from flprivacy.ledger.xu_neglia import table1_claims, table1_numbers
 
