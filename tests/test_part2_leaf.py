@@ -195,6 +195,13 @@ def test_probes_and_summary(small):
         diag.run_variant("nope", [0])
 
 
+def test_probes_record_a_diverged_follow_as_none(small, monkeypatch):
+    monkeypatch.setitem(diag.FOLLOW, "alphas", (1.0, 1e6))  # a step this large overshoots until it overflows
+    monkeypatch.setitem(diag.FOLLOW, "steps", 200)
+    rows = diag.probes(small, 3, checkpoints=(0,))
+    assert all(r["acc_follow_1000000.0"] is None and r["acc_follow_1.0"] is not None for r in rows)
+
+
 def test_table1_variants_rule():
     from flprivacy.ledger.xu_neglia import _variants_sentence, table1_variants
 
@@ -222,6 +229,9 @@ def test_follow_sentence():
             {"variant": "b", "acc_last_returned": 0.1, "acc_decoded": 0.9}]  # not probed: left out
     text = _follow_sentence({"data": {"follow": {"steps": 10, "alphas": [0.3, 1.0]}, "records": recs}})
     assert "Adam gains +5.0 points" in text and "-5.0 at α = 0.3" in text and "+0.0 at α = 1" in text
+    recs[1]["acc_follow_1.0"] = None  # diverged on that attack's run
+    text = _follow_sentence({"data": {"follow": {"steps": 10, "alphas": [1.0]}, "records": recs}})
+    assert "+5.0 (diverged on 1 of 2 attacks) at α = 1" in text
     assert _follow_sentence(None) == "" and _follow_sentence({"data": {"records": recs}}) == ""
 
 

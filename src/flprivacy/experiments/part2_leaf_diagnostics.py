@@ -52,6 +52,7 @@ from ..attacks.reconstruction import decode_mapping, follow_mapping, update_span
 from ..config import generator as make_generator
 from ..data import leaf_synthetic
 from ..ledger.xu_neglia import PAPER_TABLE1
+from ..validation import NonFiniteError
 from . import save_result, seeds_command
 from .part2_common import SETTINGS
 from .part2_leaf import LeafAttack, attack_seed, local_rule, rows_of
@@ -117,7 +118,8 @@ def true_update(a: LeafAttack, i: int, theta: torch.Tensor, seed: int) -> torch.
 
 def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPOINTS) -> list[dict]:
     """Decode curve (accuracy after each of ``checkpoints`` Adam steps of eq. 7), span-restricted
-    decoding, the learned map followed (:data:`FOLLOW`; ``acc_follow_<α>``) and G's error along the
+    decoding, the learned map followed (:data:`FOLLOW`; ``acc_follow_<α>``, None for every attack of
+    the run when the iteration diverged for one of them) and G's error along the
     segment to θ* (relative to the RMS observed update), per attack."""
     acc = a.model.accuracy
     curve = decode_mapping(a.results, steps=max(checkpoints), lr=a.settings["mapping"]["decode_lr"],
@@ -125,7 +127,12 @@ def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPO
     basis = update_span(a.messages, SPAN_RTOL)
     span = decode_mapping(a.results, steps=a.settings["mapping"]["decode_steps"],
                           lr=a.settings["mapping"]["decode_lr"], basis=basis)[a.settings["mapping"]["decode_steps"]]
-    followed = {al: follow_mapping(a.results, steps=FOLLOW["steps"], alpha=al)[FOLLOW["steps"]] for al in FOLLOW["alphas"]}
+    followed: dict[float, torch.Tensor | None] = {}
+    for al in FOLLOW["alphas"]:
+        try:
+            followed[al] = follow_mapping(a.results, steps=FOLLOW["steps"], alpha=al)[FOLLOW["steps"]]
+        except NonFiniteError:  # the iteration diverged for one attack or more of this run: recorded as None
+            followed[al] = None
     out = []
     for i, ((steps, c), M, r) in enumerate(zip(a.keys, a.messages, a.results)):
         data, star, last = a.fed.clients[c], a.optima[c], M.returned[-1]
@@ -138,7 +145,7 @@ def probes(a: LeafAttack, seed: int, checkpoints: Sequence[int] = DECODE_CHECKPO
         for k in checkpoints:
             row[f"acc_decode_{k}"] = acc(curve[k][i], data.X, data.y)
         for al, th_f in followed.items():
-            row[f"acc_follow_{al}"] = acc(th_f[i], data.X, data.y)
+            row[f"acc_follow_{al}"] = None if th_f is None else acc(th_f[i], data.X, data.y)
         for lam in LAMBDAS:
             th = last + lam * (star - last)
             err = (r.predict(th) - true_update(a, i, th, seed)).norm() / scale
