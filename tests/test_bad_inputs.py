@@ -393,6 +393,8 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(results=F()["mapping"], steps=3, lr=1e-2, theta_init=msgs().sent[:1].clone(),
                      basis=reconstruction.update_span([msgs()]), checkpoints=(1,)),
         accept={"basis:wrong_shape": "a basis of fewer directions is a smaller span, still a valid restriction"})
+    add("attacks.reconstruction.follow_mapping", reconstruction.follow_mapping,
+        lambda: dict(results=F()["mapping"], steps=3, alpha=0.5, theta_init=msgs().sent[:1].clone(), checkpoints=(1,)))
     # inference
     Xa, ya = (lambda: F()["clients"][0].X), (lambda: F()["clients"][0].y)
     add("data.attributes.SensitiveAttribute", attributes.SensitiveAttribute,
