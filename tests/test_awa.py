@@ -573,3 +573,52 @@ def test_attacks_follow_the_device_of_theta():
     assert rec.images.device == th.device
     models, updates = awa.interpolate(th, thn, 2)
     assert models.device == updates.device == th.device
+
+
+def test_diagnostics_inverting_gradients_tricks(monkeypatch):
+    """The inverting-gradients rows change what they say and nothing else: the TV prior adds
+    weight × TV(x) to the loss (weight 0 gives the cosine row bit for bit), the cosine rows
+    minimise 1 - cos of the whole update, and the schedule divides Adam's step by 10 at 3/8,
+    5/8 and 7/8 of the budget (inversefed's lr_decay)."""
+    from dataclasses import replace
+
+    from flprivacy.attacks.inversion import total_variation, update_distance
+    from flprivacy.experiments import awa_diagnostics as diag
+
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    base = {v.name: v for v in diag.variants()}
+    kw = dict(iterations=3, seed=5, lr=0.1)
+    cos = diag.run_variant(base["DLG, cosine distance"], m, th, X, y, **kw)
+    tv0 = diag.run_variant(replace(base["DLG, cosine + TV"], tv=0.0), m, th, X, y, **kw)
+    tv = diag.run_variant(base["DLG, cosine + TV"], m, th, X, y, **kw)
+    assert torch.equal(cos["images"], tv0["images"]) and not torch.equal(cos["images"], tv["images"])
+    assert base["DLG, cosine + TV"].tv == 0.1 and base["Inverting gradients (Geiping et al.)"].tv == 0.1
+    # the loss the cosine + TV row differentiates, at its first evaluation (a uniform start)
+    seen = []
+    orig = diag.total_variation
+    monkeypatch.setattr(diag, "total_variation", lambda x: seen.append(x.detach().clone()) or orig(x))
+    diag.run_variant(base["DLG, cosine + TV"], m, th, X, y, iterations=1, seed=5, lr=0.1)
+    assert len(seen) >= 1 and float(total_variation(seen[0])) > 0
+    monkeypatch.setattr(diag, "total_variation", orig)
+    # the cosine distance is scale-free (the update's size, η times the gradient, does not matter)
+    a, b = torch.randn(50, dtype=torch.float64), torch.randn(50, dtype=torch.float64)
+    assert math.isclose(float(update_distance(a, 7 * b, "cosine")), float(update_distance(a, b, "cosine")), rel_tol=1e-12)
+    # the schedule: milestones and factor as inversefed's lr_decay, stepped once per evaluation
+    made = []
+    Multi = torch.optim.lr_scheduler.MultiStepLR
+
+    class Spy(Multi):
+        def __init__(self, opt, milestones, gamma):
+            made.append((list(milestones), gamma))
+            super().__init__(opt, milestones=milestones, gamma=gamma)
+
+    monkeypatch.setattr(torch.optim.lr_scheduler, "MultiStepLR", Spy)
+    r = diag.run_variant(base["DLG, step schedule"], m, th, X, y, iterations=16, seed=5, lr=0.1)
+    assert made == [([6, 10, 14], 0.1)] and r["evaluations"] == 16
+    plain = diag.run_variant(base["ours: DLG"], m, th, X, y, iterations=16, seed=5, lr=0.1)
+    assert len(made) == 1 and not torch.equal(plain["images"], r["images"])
+    with pytest.raises(ValueError, match="distance"):
+        diag.run_variant(replace(base["ours: DLG"], distance="l1"), m, th, X, y, **kw)
+    with pytest.raises(ValueError, match="cosine"):
+        diag.run_variant(replace(base["ours: AWA"], distance="cosine"), m, th, X, y, **kw)

@@ -1,6 +1,6 @@
 """Why DLG and AWA recover nothing at Song et al.'s model: controlled experiments.
 
-    python -m flprivacy.experiments.awa_diagnostics          # ResNet-18, 32x32, N = 1 and 4, 200 iterations (~50 CPU-min)
+    python -m flprivacy.experiments.awa_diagnostics          # ResNet-18, 32x32, N = 1 and 4, 200 iterations (~75 CPU-min)
 
 At the paper's setting (ResNet-18 on 32x32 CIFAR-10, client SGD at η = 10⁻³, Adam at 0.1,
 labels known) the book's DLG and AWA reach SSIM near 0 where Song et al.'s Table IV reports
@@ -26,7 +26,14 @@ image's global means, variances and covariance; :func:`global_ssim`):
 - normalised inputs (the model sees (x - μ)/σ with CIFAR-10's channel statistics, as the
   inverting-gradients code does; the client trains on the same normalised images);
 - a ReLU CNN (the book's small CNN with ReLU, 32x32, width 16) in cases 1 and 4 with Table
-  III's Q, DLG against AWA, N = 4 (the quick model is a sigmoid CNN on 16x16, where L2 matching is easiest).
+  III's Q, DLG against AWA, N = 4 (the quick model is a sigmoid CNN on 16x16, where L2 matching is easiest);
+- the optimisation tricks of the inverting-gradients code (Geiping et al. 2020, ``inversefed``'s
+  ``DEFAULT_CONFIG``), one at a time and then together: Adam's step divided by 10 at 3/8, 5/8 and
+  7/8 of the budget (``lr_decay``; on DLG and on AWA), the cosine distance 1 - cos(Δθ̂, Δθ)
+  instead of eq. 10's squared L2 (``cost_fn='sim'``), the cosine plus a total-variation prior of
+  weight 0.1 (``total_variation=1e-1``, :func:`~flprivacy.attacks.inversion.total_variation`),
+  and all of them with its N(0, 1) start (method "IG": not one of Table IV's attacks, so no
+  paper cell decides it). Song et al. name TV among others' regularisers (§1) and use none.
 
 The sigmoid and evaluation-mode rows divide the loss by η² too: their update is so small that
 the pixel gradient falls below Adam's ε. ``objective_start`` is eq. 33 at a uniform grey image
@@ -50,7 +57,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attacks import awa
-from ..attacks.inversion import update_distance
+from ..attacks.inversion import total_variation, update_distance
 from ..config import base_seed, child_seed, generator
 from ..ledger.song import TABLE_III, TABLE_IV
 from ..metrics import quality
@@ -148,7 +155,7 @@ class Variant:
 
     name: str
     change: str
-    method: str = "DLG"  # "DLG" (eq. 10) or "AWA" (eq. 23 with Table III's Q of the case)
+    method: str = "DLG"  # "DLG" (eq. 10), "AWA" (eq. 23 with Table III's Q of the case) or "IG" (inverting gradients)
     model: str = "resnet18"
     n_images: int = 1
     epochs: int = 1
@@ -158,6 +165,9 @@ class Variant:
     soft_labels: bool = False
     optimizer: str = "adam"  # "adam" (step 0.1) or "lbfgs"
     gradient_scale: bool = False  # divide the loss by η² (match gradients, not η·gradients)
+    schedule: bool = False  # Adam's step / 10 at 3/8, 5/8, 7/8 of the evaluations (inverting gradients)
+    distance: str = "l2"  # "l2" (eq. 10, weighted by Q for AWA) or "cosine" (1 - cos of the whole update)
+    tv: float = 0.0  # weight of the total-variation prior added to the loss
 
 
 def variants() -> list[Variant]:
@@ -196,6 +206,20 @@ def variants() -> list[Variant]:
                 change="as above, case 4 (E = B = 2), Table III's Q (case 4)"),
         replace(base, name="ReLU CNN case 4: DLG loss", model="relu-cnn", n_images=4, method="AWA", epochs=2,
                 batches=2, change="case 4 with Q = 1 (eq. 10 on the interpolated epoch; DLG itself has no case 4)"),
+        replace(base, name="DLG, step schedule", schedule=True,
+                change="Adam's step divided by 10 at 3/8, 5/8 and 7/8 of the evaluations (the inverting-gradients "
+                "code's lr_decay)"),
+        replace(awa_, name="AWA, step schedule", schedule=True, change="as above, AWA with Table III's Q (case 1)"),
+        replace(base, name="DLG, cosine distance", distance="cosine",
+                change="1 - cos(Δθ̂, Δθ) of the whole update instead of eq. 10's squared L2 (inverting gradients' "
+                "cost_fn='sim')"),
+        replace(base, name="DLG, cosine + TV", distance="cosine", tv=0.1,
+                change="the cosine distance plus 0.1 × total variation of the dummy (inverting gradients' "
+                "total_variation=1e-1)"),
+        replace(base, name="Inverting gradients (Geiping et al.)", method="IG", distance="cosine", tv=0.1,
+                schedule=True, init="normal",
+                change="all of inverting gradients' defaults: cosine, TV 0.1, the step schedule, N(0, 1) start, "
+                "[0, 1] clamp (not an attack of Table IV)"),
     ]
 
 
@@ -224,7 +248,13 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
         Q = awa.AWAWeights(**TABLE_III[f"case {scen.case}"])
     else:
         Q = awa.AWAWeights()
-    weighted = awa._WeightedLoss(awa.model_layers(model), pb.target, Q)
+    if v.distance not in ("l2", "cosine"):
+        raise ValueError(f"run_variant: variant {v.name!r} has distance {v.distance!r}; use 'l2' or 'cosine'.")
+    if v.distance == "cosine" and v.method == "AWA":
+        raise ValueError(f"run_variant: variant {v.name!r} asks for the cosine distance with AWA's weighted loss; "
+                         "the cosine runs are DLG or IG.")
+    weighted = (awa._WeightedLoss(awa.model_layers(model), pb.target, Q) if v.distance == "l2"
+                else lambda pred, target: update_distance(pred, target, "cosine"))
     scale = 1.0 / pb.lr ** 2 if v.gradient_scale else 1.0
 
     gen = generator(child_seed(seed, 3))
@@ -252,6 +282,8 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
             p.grad = None
         pred = awa.replay(model, pb.start, x, targets(), lr=pb.lr, batches=pb.batches, epochs=pb.epochs)
         loss = weighted(pred, pb.target) * scale
+        if v.tv > 0:
+            loss = loss + v.tv * total_variation(x)
         loss.backward()
         if evals == 0:
             first_grad = float(x.grad.abs().mean())
@@ -262,12 +294,16 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
     diverged = False
     if v.optimizer == "adam":
         opt = torch.optim.Adam(params, lr=0.1)
+        sched = (torch.optim.lr_scheduler.MultiStepLR(  # as inversion.invert_update(schedule=True)
+            opt, milestones=[int(iterations * f) for f in (3 / 8, 5 / 8, 7 / 8)], gamma=0.1) if v.schedule else None)
         for _ in range(iterations):
             loss = closure()
             if not math.isfinite(float(loss.detach())):
                 diverged = True
                 break
             opt.step()
+            if sched is not None:
+                sched.step()
             if v.clamp:
                 with torch.no_grad():
                     x.clamp_(0, 1)
