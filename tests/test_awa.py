@@ -593,6 +593,8 @@ def test_diagnostics_inverting_gradients_tricks(monkeypatch):
     tv0 = diag.run_variant(replace(base["DLG, cosine + TV"], tv=0.0), m, th, X, y, **kw)
     tv = diag.run_variant(base["DLG, cosine + TV"], m, th, X, y, **kw)
     assert torch.equal(cos["images"], tv0["images"]) and not torch.equal(cos["images"], tv["images"])
+    l2 = diag.run_variant(base["ours: DLG"], m, th, X, y, **kw)  # the cosine row differs from eq. 10's row only in D
+    assert not torch.equal(cos["images"], l2["images"])
     assert base["DLG, cosine + TV"].tv == 0.1 and base["Inverting gradients (Geiping et al.)"].tv == 0.1
     # the loss the cosine + TV row differentiates, at its first evaluation (a uniform start)
     seen = []
