@@ -624,3 +624,40 @@ def test_diagnostics_inverting_gradients_tricks(monkeypatch):
         diag.run_variant(replace(base["ours: DLG"], distance="l1"), m, th, X, y, **kw)
     with pytest.raises(ValueError, match="cosine"):
         diag.run_variant(replace(base["ours: AWA"], distance="cosine"), m, th, X, y, **kw)
+
+
+def test_keep_freed_memory_reuses_blocks_and_changes_no_number():
+    """experiments.keep_freed_memory (what the AWA commands apply): in a child process, a loop that
+    allocates and frees a 64 MB tensor faults in fresh pages at every pass by default and reuses
+    them once the allocator keeps freed memory; the values computed are the same."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json, resource, sys, torch
+from flprivacy.experiments import keep_freed_memory
+applied = keep_freed_memory() if sys.argv[1] == "keep" else None
+g = torch.Generator().manual_seed(0)
+w = torch.randn(2048, generator=g)
+total = 0.0
+f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    big = torch.empty(8_000_000, dtype=torch.float64).fill_(1.0)  # 64 MB, freed at the next pass
+    total += float((big[:2048] * w).sum())
+print(json.dumps(dict(applied=applied, faults=resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0, total=total)))
+"""
+    out = {}
+    for mode in ("default", "keep"):
+        run = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True, check=True)
+        out[mode] = json.loads(run.stdout.strip().splitlines()[-1])
+    if sys.platform.startswith("linux"):
+        import resource
+
+        assert out["keep"]["applied"] is True
+        # 64 MB is above glibc's largest mmap threshold (32 MB), so by default every pass maps fresh
+        # pages: at least 20 passes' worth of faults. Kept, the heap grows to two blocks (the old
+        # tensor is alive while the next is allocated) and is reused: at most 4 passes' worth.
+        per_pass = 8_000_000 * 8 // resource.getpagesize()
+        assert out["default"]["faults"] >= 20 * per_pass and out["keep"]["faults"] <= 4 * per_pass, (out, per_pass)
+    assert out["default"]["total"] == out["keep"]["total"]

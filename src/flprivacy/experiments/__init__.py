@@ -96,6 +96,30 @@ def use_threads(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
 
 
+def keep_freed_memory() -> bool:
+    """Make glibc's allocator keep freed memory for reuse in this process: no ``mmap`` for large
+    blocks (``M_MMAP_MAX = 0``) and no trimming of the heap (``M_TRIM_THRESHOLD`` at its maximum),
+    the run-time form of ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647``.
+
+    An attack that replays local training (AWA, DLG on ResNet-18) allocates and frees the same
+    tensors of millions of entries at every iteration. By default each is a fresh ``mmap`` whose
+    pages the kernel maps and zero-fills on first touch, and a third of the CPU time goes to the
+    kernel; kept, the blocks are reused. The numbers computed do not change (the allocator decides
+    where tensors live, not what they hold); the process keeps its peak memory until it exits.
+    ``python -m flprivacy.experiments.awa_bench`` measures the effect side by side. Returns whether
+    the settings were applied (False where the C library has no ``mallopt``, e.g. macOS).
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4  # glibc's <malloc.h>
+    return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
+
+
 def training_parser(description: str, defaults: dict[str, Any], steps_help: str | None = None,
                     ) -> argparse.ArgumentParser:
     """The options the committed weight-training commands share (``train_ddpm``, ``train_rog``,

@@ -15,12 +15,23 @@ iterations after one warm-up iteration each, and reports medians; DLG's unweight
 floor: the same replay with no weights) is timed beside them. It also records the two losses'
 relative difference at the first iteration (same dummy, float32) and writes
 ``book/results/awa_bench.json`` (fixed scale: the setting does not depend on the scale).
+
+It then times the fused attack under two settings of glibc's allocator
+(:func:`~flprivacy.experiments.keep_freed_memory`, which the AWA commands apply): the default and
+"keep freed memory". An allocator setting holds for a whole process, so the two run in child
+processes of this command, alternating, each timing ``--iterations`` iterations after one
+warm-up; the record holds each child's wall, user and kernel (system) CPU seconds per iteration,
+its minor page faults and its final loss (equal in both: the setting moves memory, not numbers).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -32,7 +43,7 @@ from ..attacks.inversion import update_distance
 from ..config import base_seed, child_seed
 from ..ledger.song import TABLE_III
 from ..models import resnet18
-from . import add_threads_option, positive_int, save_result, use_threads
+from . import add_threads_option, keep_freed_memory, positive_int, save_result, use_threads
 from .awa_table4 import client_images
 
 
@@ -49,8 +60,12 @@ def per_layer_loss(layers: Sequence[awa.Layer], Q: awa.AWAWeights) -> Callable[[
     return loss
 
 
-def bench(iterations: int = 3, repeats: int = 2) -> dict:
-    """Seconds per attack iteration of AWA with the per-layer and the fused loss, and of DLG."""
+ALLOCATORS: tuple[str, ...] = ("glibc default", "keep freed memory")
+"""The allocator settings :func:`bench_allocator` compares (the second is :func:`keep_freed_memory`)."""
+
+
+def _case1() -> tuple:
+    """The cost setting: ResNet-18, its problem at case 1 and Table III's Q."""
     X, y = client_images(child_seed(base_seed(), 100), 4, 32)
     model = resnet18()
     theta = model.init_params(child_seed(base_seed(), 1))
@@ -59,7 +74,55 @@ def bench(iterations: int = 3, repeats: int = 2) -> dict:
     shape = (3, 32, 32)
     pb = awa._problem(model, theta, theta_next, labels, shape, lr=1e-3, epochs=1, batches=1, epoch=1,
                       approximate=False, where="awa_bench")
-    Q = awa.AWAWeights(**TABLE_III["case 1"])
+    return model, pb, shape, awa.AWAWeights(**TABLE_III["case 1"])
+
+
+def time_fused(iterations: int) -> dict:
+    """One child of :func:`bench_allocator`: the fused AWA attack, one warm-up iteration, then
+    ``iterations`` timed ones; wall, user and system CPU seconds per iteration, minor page faults
+    and the final loss."""
+    model, pb, shape, Q = _case1()
+    loss_fn = awa._WeightedLoss(awa.model_layers(model), pb.target, Q)
+
+    def run(n: int) -> awa.Reconstruction:
+        return awa._run(model, pb.start, pb.target, pb.labels, shape, loss_fn=loss_fn, lr=pb.lr, batches=1, epochs=1,
+                        attack_lr=0.1, iterations=n, seed=0)[0]
+
+    run(1)
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    rec = run(iterations)
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    return dict(wall=wall / iterations, user=(r1.ru_utime - r0.ru_utime) / iterations,
+                system=(r1.ru_stime - r0.ru_stime) / iterations, minor_faults=r1.ru_minflt - r0.ru_minflt,
+                final_loss=float(rec.loss[-1]))
+
+
+def bench_allocator(iterations: int = 3, repeats: int = 2, threads: int = 1) -> dict:
+    """The fused attack under each of :data:`ALLOCATORS`, in alternating child processes; medians
+    per setting and the default's over the kept setting's (wall and CPU = user + system)."""
+    runs: dict[str, list[dict]] = {a: [] for a in ALLOCATORS}
+    for r in range(repeats):
+        for a in ALLOCATORS:
+            cmd = [sys.executable, "-m", "flprivacy.experiments.awa_bench", "--child", a, "--iterations",
+                   str(iterations), "--threads", str(threads)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                raise RuntimeError(f"awa_bench: the child timing {a!r} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+            runs[a].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            print(f"repeat {r}: {a} {runs[a][-1]['wall']:.2f} s/it wall, {runs[a][-1]['system']:.2f} s/it in the kernel",
+                  flush=True)
+    med = {a: {k: statistics.median(x[k] for x in v) for k in ("wall", "user", "system", "minor_faults")}
+           for a, v in runs.items()}
+    default, kept = (med[a] for a in ALLOCATORS)
+    return dict(median=med, runs=runs, iterations=iterations, repeats=repeats, threads=threads,
+                wall_ratio=default["wall"] / kept["wall"],
+                cpu_ratio=(default["user"] + default["system"]) / (kept["user"] + kept["system"]),
+                same_loss=len({x["final_loss"] for v in runs.values() for x in v}) == 1)
+
+
+def bench(iterations: int = 3, repeats: int = 2) -> dict:
+    """Seconds per attack iteration of AWA with the per-layer and the fused loss, and of DLG."""
+    model, pb, shape, Q = _case1()
     layers = awa.model_layers(model)
     losses = {"per-layer (before)": per_layer_loss(layers, Q),
               "fused (now)": awa._WeightedLoss(layers, pb.target, Q),
@@ -94,15 +157,24 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=positive_int, default=3, help="timed attack iterations per run")
     parser.add_argument("--repeats", type=positive_int, default=2, help="alternating rounds (medians reported)")
+    parser.add_argument("--child", choices=ALLOCATORS, default=None,
+                        help="internal: time the fused attack under this allocator setting, print JSON, save nothing")
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
+    if args.child is not None:
+        if args.child == "keep freed memory" and not keep_freed_memory():
+            raise SystemExit("awa_bench: this C library has no mallopt; the allocator comparison needs glibc.")
+        print(json.dumps(time_fused(args.iterations)))
+        return
     t0 = time.perf_counter()
     data = bench(args.iterations, args.repeats)
+    data["allocator"] = bench_allocator(args.iterations, args.repeats, args.threads)
     data["seconds"] = time.perf_counter() - t0
     save_result("awa_bench", data, seeds=[base_seed()], scale_="fixed")
     print(f"wrote awa_bench in {data['seconds']:.0f} s: fused {data['speedup']:.2f}x faster than per-layer; "
-          f"first losses differ by {data['first_loss_rel_diff']:.1e} (relative)")
+          f"first losses differ by {data['first_loss_rel_diff']:.1e} (relative); keeping freed memory "
+          f"{data['allocator']['wall_ratio']:.2f}x faster (wall), {data['allocator']['cpu_ratio']:.2f}x less CPU")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ from ..config import base_seed, child_seed, generator
 from ..ledger.song import TABLE_III, TABLE_IV
 from ..metrics import quality
 from ..models import FLModel, ResNet18, resnet18, small_cnn
-from . import add_threads_option, positive_int, save_result, use_threads
+from . import add_threads_option, keep_freed_memory, positive_int, save_result, use_threads
 from .awa_table4 import client_images
 
 #: CIFAR-10's per-channel mean and standard deviation of the training images (the usual constants).
@@ -344,6 +344,7 @@ def main(argv: list[str] | None = None) -> None:
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
+    keep_freed_memory()  # replayed training frees and re-allocates large tensors every iteration
     from . import result_path
     import json
 

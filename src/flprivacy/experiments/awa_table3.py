@@ -34,7 +34,7 @@ from ..attacks import awa
 from ..config import base_seed, child_seed, scale
 from ..ledger.song import TABLE_III
 from ..metrics import quality
-from . import add_threads_option, load_result, positive_int, save_result, use_threads
+from . import add_threads_option, keep_freed_memory, load_result, positive_int, save_result, use_threads
 from .awa_table4 import SETTINGS, observed_case
 
 
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
+    keep_freed_memory()  # replayed training frees and re-allocates large tensors every iteration
     table4 = load_result("awa_table4", scale())
     seed = child_seed(base_seed(), 100)
     if str(seed) not in table4["data"]["runs"]:

@@ -50,7 +50,7 @@ from ..data import load_cifar10
 from ..metrics import quality
 from ..models import resnet18, small_cnn
 from ..ledger.song import TABLE_I, TABLE_III, TABLE_IV
-from . import add_threads_option, positive_int, save_result, use_threads
+from . import add_threads_option, keep_freed_memory, positive_int, save_result, use_threads
 
 #: Song et al., Table IV (ResNet-18, CIFAR-10 32x32, N = 4, 1,000 Adam iterations at 0.1); its home is the ledger.
 PAPER_TABLE_IV = TABLE_IV
@@ -222,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     add_threads_option(parser)
     args = parser.parse_args(argv)
     use_threads(args)
+    keep_freed_memory()  # replayed training frees and re-allocates large tensors every iteration
     if args.cost:
         t0 = time.perf_counter()
         data = cost()

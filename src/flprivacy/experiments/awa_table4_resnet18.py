@@ -55,7 +55,7 @@ import torch
 from ..attacks import awa
 from ..config import base_seed, child_seed
 from ..ledger.song import CASES, TABLE_III, TABLE_IV
-from . import positive_int, result_path, save_result
+from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, make_model, run_variant, scores
 from .awa_table4 import client_images
 
@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_num_threads(1 if args.workers > 1 else torch.get_num_threads())
+    keep_freed_memory()  # replayed training frees and re-allocates large tensors every iteration
     runs = grid(tuple(args.models), tuple(f"case {k}" for k in args.cases))
     if args.worker is not None:
         work(runs[args.worker::args.workers], iterations=args.iterations, device=args.device, workers=args.workers,
