@@ -27,8 +27,9 @@ image's global means, variances and covariance; :func:`global_ssim`):
   inverting-gradients code does; the client trains on the same normalised images);
 - a ReLU CNN (the book's small CNN with ReLU, 32x32, width 16) in cases 1 and 4 with Table
   III's Q, DLG against AWA, N = 4 (the quick model is a sigmoid CNN on 16x16, where L2 matching is easiest);
-- the optimisation tricks of the inverting-gradients code (Geiping et al. 2020, ``inversefed``'s
-  ``DEFAULT_CONFIG``), one at a time and then together: Adam's step divided by 10 at 3/8, 5/8 and
+- the optimisation tricks of the inverting-gradients code (Geiping et al. 2020, ``inversefed``, in
+  the CIFAR-10 configuration its users run: ``cost_fn='sim'``, ``total_variation=1e-1``,
+  ``lr_decay=True``, ``init='randn'``, Adam at 0.1), one at a time and then together: Adam's step divided by 10 at 3/8, 5/8 and
   7/8 of the budget (``lr_decay``; on DLG and on AWA), the cosine distance 1 - cos(Δθ̂, Δθ)
   instead of eq. 10's squared L2 (``cost_fn='sim'``), the cosine plus a total-variation prior of
   weight 0.1 (``total_variation=1e-1``, :func:`~flprivacy.attacks.inversion.total_variation`),
