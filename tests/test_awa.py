@@ -620,6 +620,15 @@ def test_diagnostics_inverting_gradients_tricks(monkeypatch):
     assert made == [([6, 10, 14], 0.1)] and r["evaluations"] == 16
     plain = diag.run_variant(base["ours: DLG"], m, th, X, y, iterations=16, seed=5, lr=0.1)
     assert len(made) == 1 and not torch.equal(plain["images"], r["images"])
+    # the IG row starts where inversefed does: N(0, 1) in CIFAR-10's normalised space, μ + σ z in pixels
+    from flprivacy.config import child_seed, generator
+
+    start = diag.run_variant(base["Inverting gradients (Geiping et al.)"], m, th, X, y, iterations=0, seed=5, lr=0.1)
+    z = torch.randn(start["images"].shape, generator=generator(child_seed(5, 3)))
+    mu, sd = torch.tensor(diag.CIFAR_MEAN).view(3, 1, 1), torch.tensor(diag.CIFAR_STD).view(3, 1, 1)
+    assert torch.allclose(start["images"], (mu + sd * z).clamp(0, 1).to(start["images"].dtype), atol=1e-6)
+    with pytest.raises(ValueError, match="init"):
+        diag.run_variant(replace(base["ours: DLG"], init="zeros"), m, th, X, y, **kw)
     with pytest.raises(ValueError, match="distance"):
         diag.run_variant(replace(base["ours: DLG"], distance="l1"), m, th, X, y, **kw)
     with pytest.raises(ValueError, match="cosine"):

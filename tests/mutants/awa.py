@@ -141,6 +141,9 @@ MUTANTS = [
            "for f in (1 / 2, 5 / 8, 7 / 8)], gamma=0.1) if v.schedule", "lr_decay at 3/8, 5/8 and 7/8 of the budget"),
     Mutant("diag_schedule_never_stepped", DIAG, "            if sched is not None:\n                sched.step()",
            "            if sched is None:\n                sched.step()", "the schedule steps once per evaluation"),
+    Mutant("diag_ig_start_in_pixels", DIAG,
+           "        x = torch.tensor(CIFAR_MEAN).view(3, 1, 1) + torch.tensor(CIFAR_STD).view(3, 1, 1) * x",
+           "        x = x", "inversefed draws its N(0, 1) start in the normalised space"),
     Mutant("diag_cosine_is_l2", DIAG, 'else lambda pred, target: update_distance(pred, target, "cosine"))',
            'else lambda pred, target: update_distance(pred, target, "l2"))', "the cosine rows minimise 1 - cos"),
     # ---- BatchNorm ----------------------------------------------------------------------------------

@@ -33,8 +33,8 @@ image's global means, variances and covariance; :func:`global_ssim`):
   7/8 of the budget (``lr_decay``; on DLG and on AWA), the cosine distance 1 - cos(Δθ̂, Δθ)
   instead of eq. 10's squared L2 (``cost_fn='sim'``), the cosine plus a total-variation prior of
   weight 0.1 (``total_variation=1e-1``, :func:`~flprivacy.attacks.inversion.total_variation`),
-  and all of them with its N(0, 1) start (method "IG": not one of Table IV's attacks, so no
-  paper cell decides it). Song et al. name TV among others' regularisers (§1) and use none.
+  and all of them with its start, N(0, 1) in the normalised space (μ + σ N(0, 1) in pixels; method
+  "IG": not one of Table IV's attacks, so no paper cell decides it). Song et al. name TV among others' regularisers (§1) and use none.
 
 The sigmoid and evaluation-mode rows divide the loss by η² too: their update is so small that
 the pixel gradient falls below Adam's ε. ``objective_start`` is eq. 33 at a uniform grey image
@@ -161,7 +161,7 @@ class Variant:
     n_images: int = 1
     epochs: int = 1
     batches: int = 1
-    init: str = "uniform"  # "uniform" [0, 1] or "normal" N(0, 1)
+    init: str = "uniform"  # "uniform" [0, 1], "normal" N(0, 1), or "cifar": μ_c + σ_c N(0, 1) (N(0, 1) after normalising)
     clamp: bool = True
     soft_labels: bool = False
     optimizer: str = "adam"  # "adam" (step 0.1) or "lbfgs"
@@ -218,9 +218,9 @@ def variants() -> list[Variant]:
                 change="the cosine distance plus 0.1 × total variation of the dummy (inverting gradients' "
                 "total_variation=1e-1)"),
         replace(base, name="Inverting gradients (Geiping et al.)", method="IG", distance="cosine", tv=0.1,
-                schedule=True, init="normal",
-                change="all of inverting gradients' defaults: cosine, TV 0.1, the step schedule, N(0, 1) start, "
-                "[0, 1] clamp (not an attack of Table IV)"),
+                schedule=True, init="cifar",
+                change="all of inverting gradients' settings: cosine, TV 0.1, the step schedule, N(0, 1) start in "
+                "CIFAR-10's normalised space, [0, 1] clamp (not an attack of Table IV)"),
     ]
 
 
@@ -260,7 +260,11 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
 
     gen = generator(child_seed(seed, 3))
     shape = (labels.numel(), *X.shape[1:])
+    if v.init not in ("uniform", "normal", "cifar"):
+        raise ValueError(f"run_variant: variant {v.name!r} has init {v.init!r}; use 'uniform', 'normal' or 'cifar'.")
     x = (torch.rand(shape, generator=gen) if v.init == "uniform" else torch.randn(shape, generator=gen))
+    if v.init == "cifar":  # inversefed draws N(0, 1) in the normalised space: μ + σ z in pixels
+        x = torch.tensor(CIFAR_MEAN).view(3, 1, 1) + torch.tensor(CIFAR_STD).view(3, 1, 1) * x
     x = x.to(device=pb.start.device, dtype=model.dtype).requires_grad_(True)  # as dummy_latent(..., "uniform")
     params = [x]
     logits = None
