@@ -98,3 +98,19 @@ def test_table3_from_points_equals_the_run(folder, monkeypatch):
     assert got["per_seed"][0]["rows"] == want["per_seed"][0]["rows"] and got["summary"] == want["summary"]
     assert got["points_record"]["points"] == 2 and got["seconds"] == got["points_record"]["one_core_seconds"]
     assert sorted(p.name for p in (folder / "part3_table3_medical").iterdir()) == ["clip_seed=0.json", "seed=0.json"]
+
+
+def test_run_point_computes_one_point_the_command_reuses(folder, monkeypatch):
+    """experiments.run_point writes the point a command would write, and the command reuses it."""
+    from flprivacy.experiments import run_point
+
+    rec = run_point.main(["demo", "a", "math:hypot", "[3, 4]"])
+    assert rec["data"] == 5.0 and rec["args"] == [3, 4]
+    calls = []
+    real = P._call
+    monkeypatch.setattr(P, "_call", lambda fn, args, threads=0: calls.append(args) or real(fn, args, threads))
+    out = P.run_points("demo", [P.Point("a", "math:hypot", (3, 4)), P.Point("b", "math:hypot", (5, 12))], log=None)
+    assert calls == [[5, 12]] and out["a"]["data"] == 5.0
+    for bad in ("{not json", '{"a": 1}'):
+        with pytest.raises(SystemExit, match="JSON list"):
+            run_point.main(["demo", "c", "math:hypot", bad])
