@@ -637,7 +637,9 @@ def rows() -> list[Row]:
             add("Song Table IV at ResNet-18, case 1, reduced budget (controlled experiments)", QUOTES["Table IV"],
                 f"case 1 SSIM: DLG {TABLE_IV['case 1']['DLG']['ssim']:g}, AWA {TABLE_IV['case 1']['AWA']['ssim']:g}",
                 f"ResNet-18, 32x32, N = {' or '.join(str(n) for n in sorted({v['n_images'] for v in res18.values()}))}, "
-                f"{diag['data']['iterations']} iterations, one change at a time: "
+                f"{diag['data']['iterations']} iterations, one change at a time"
+                + (" (the inverting-gradients row: that code's settings together)"
+                   if any(v["method"] == "IG" for v in res18.values()) else "") + ": "
                 + "; ".join(f"{k} {v['ssim']:.3f}" for k, v in res18.items()),
                 combine(*verdicts, what="the best variant of each attack"), file="awa_diagnostics.json", record=diag)
     add("Song §1 contribution 3 (architectures, later training stages)", QUOTES["§1 contribution 3"], "claim without "
