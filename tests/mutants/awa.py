@@ -17,6 +17,7 @@ AWA = "src/flprivacy/attacks/awa.py"
 MOD = "src/flprivacy/models.py"
 SONG = "src/flprivacy/ledger/song.py"
 DIAG = "src/flprivacy/experiments/awa_diagnostics.py"
+INV = "src/flprivacy/attacks/inversion.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
          "tests/test_awa.py"]
@@ -134,11 +135,10 @@ MUTANTS = [
            "the baseline clamps to [0, 1] as the library does"),
     Mutant("diag_tv_never_added", DIAG, "        if v.tv > 0:\n            loss = loss + v.tv * total_variation(x)",
            "        if v.tv > 0:\n            loss = loss + 0 * total_variation(x)", "the TV rows add weight × TV(x)"),
-    Mutant("diag_schedule_gamma", DIAG, "milestones=[int(iterations * f) for f in (3 / 8, 5 / 8, 7 / 8)], gamma=0.1) if v.schedule",
-           "milestones=[int(iterations * f) for f in (3 / 8, 5 / 8, 7 / 8)], gamma=0.5) if v.schedule",
-           "inversefed's lr_decay divides the step by 10"),
-    Mutant("diag_schedule_milestones", DIAG, "for f in (3 / 8, 5 / 8, 7 / 8)], gamma=0.1) if v.schedule",
-           "for f in (1 / 2, 5 / 8, 7 / 8)], gamma=0.1) if v.schedule", "lr_decay at 3/8, 5/8 and 7/8 of the budget"),
+    Mutant("step_schedule_gamma", INV, "                                                gamma=0.1)",
+           "                                                gamma=0.5)", "inversefed's lr_decay divides the step by 10"),
+    Mutant("step_schedule_milestones", INV, "milestones=[int(iterations * f) for f in (3 / 8, 5 / 8, 7 / 8)],",
+           "milestones=[int(iterations * f) for f in (1 / 2, 5 / 8, 7 / 8)],", "lr_decay at 3/8, 5/8 and 7/8 of the budget"),
     Mutant("diag_schedule_never_stepped", DIAG, "            if sched is not None:\n                sched.step()",
            "            if sched is None:\n                sched.step()", "the schedule steps once per evaluation"),
     Mutant("diag_ig_start_in_pixels", DIAG,

@@ -77,20 +77,21 @@ def _case1() -> tuple:
     return model, pb, shape, awa.AWAWeights(**TABLE_III["case 1"])
 
 
+def _attack(model, pb, shape: tuple, loss_fn: Callable[[Tensor, Tensor], Tensor], n: int) -> awa.Reconstruction:
+    """``n`` iterations of the attack with ``loss_fn`` on the cost setting's problem (Adam at 0.1, case 1)."""
+    return awa._run(model, pb.start, pb.target, pb.labels, shape, loss_fn=loss_fn, lr=pb.lr, batches=1, epochs=1,
+                    attack_lr=0.1, iterations=n, seed=0)[0]
+
+
 def time_fused(iterations: int) -> dict:
     """One child of :func:`bench_allocator`: the fused AWA attack, one warm-up iteration, then
     ``iterations`` timed ones; wall, user and system CPU seconds per iteration, minor page faults
     and the final loss."""
     model, pb, shape, Q = _case1()
     loss_fn = awa._WeightedLoss(awa.model_layers(model), pb.target, Q)
-
-    def run(n: int) -> awa.Reconstruction:
-        return awa._run(model, pb.start, pb.target, pb.labels, shape, loss_fn=loss_fn, lr=pb.lr, batches=1, epochs=1,
-                        attack_lr=0.1, iterations=n, seed=0)[0]
-
-    run(1)
+    _attack(model, pb, shape, loss_fn, 1)  # warm-up
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    rec = run(iterations)
+    rec = _attack(model, pb, shape, loss_fn, iterations)
     wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
     return dict(wall=wall / iterations, user=(r1.ru_utime - r0.ru_utime) / iterations,
                 system=(r1.ru_stime - r0.ru_stime) / iterations, minor_faults=r1.ru_minflt - r0.ru_minflt,
@@ -127,18 +128,13 @@ def bench(iterations: int = 3, repeats: int = 2) -> dict:
     losses = {"per-layer (before)": per_layer_loss(layers, Q),
               "fused (now)": awa._WeightedLoss(layers, pb.target, Q),
               "DLG (unweighted)": lambda p, t: update_distance(p, t, "l2")}
-
-    def run(loss_fn: Callable[[Tensor, Tensor], Tensor], n: int) -> awa.Reconstruction:
-        rec, _ = awa._run(model, pb.start, pb.target, pb.labels, shape, loss_fn=loss_fn, lr=pb.lr, batches=1,
-                          epochs=1, attack_lr=0.1, iterations=n, seed=0)
-        return rec
-
-    first = {name: run(fn, 1).loss[0] for name, fn in losses.items()}  # warm-up, and the first loss values
+    # one warm-up iteration each, which also gives the first loss values
+    first = {name: _attack(model, pb, shape, fn, 1).loss[0] for name, fn in losses.items()}
     times: dict[str, list[float]] = {name: [] for name in losses}
     for r in range(repeats):
         for name, fn in losses.items():
             t0 = time.perf_counter()
-            run(fn, iterations)
+            _attack(model, pb, shape, fn, iterations)
             times[name].append((time.perf_counter() - t0) / iterations)
             print(f"repeat {r}: {name} {times[name][-1]:.2f} s/it", flush=True)
     med = {name: statistics.median(v) for name, v in times.items()}
@@ -163,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     use_threads(args)
     if args.child is not None:
-        if args.child == "keep freed memory" and not keep_freed_memory():
+        if args.child == ALLOCATORS[1] and not keep_freed_memory():
             raise SystemExit("awa_bench: this C library has no mallopt; the allocator comparison needs glibc.")
         print(json.dumps(time_fused(args.iterations)))
         return

@@ -29,12 +29,13 @@ image's global means, variances and covariance; :func:`global_ssim`):
   III's Q, DLG against AWA, N = 4 (the quick model is a sigmoid CNN on 16x16, where L2 matching is easiest);
 - the optimisation tricks of the inverting-gradients code (Geiping et al. 2020, ``inversefed``, in
   the CIFAR-10 configuration its users run: ``cost_fn='sim'``, ``total_variation=1e-1``,
-  ``lr_decay=True``, ``init='randn'``, Adam at 0.1), one at a time and then together: Adam's step divided by 10 at 3/8, 5/8 and
-  7/8 of the budget (``lr_decay``; on DLG and on AWA), the cosine distance 1 - cos(Δθ̂, Δθ)
-  instead of eq. 10's squared L2 (``cost_fn='sim'``), the cosine plus a total-variation prior of
-  weight 0.1 (``total_variation=1e-1``, :func:`~flprivacy.attacks.inversion.total_variation`),
-  and all of them with its start, N(0, 1) in the normalised space (μ + σ N(0, 1) in pixels; method
-  "IG": not one of Table IV's attacks, so no paper cell decides it). Song et al. name TV among others' regularisers (§1) and use none.
+  ``lr_decay=True``, ``init='randn'``, Adam at 0.1), one at a time and then together: Adam's step
+  divided by 10 at 3/8, 5/8 and 7/8 of the budget (``lr_decay``; on DLG and on AWA), the cosine
+  distance 1 - cos(Δθ̂, Δθ) instead of eq. 10's squared L2 (``cost_fn='sim'``), the cosine plus a
+  total-variation prior of weight 0.1 (``total_variation=1e-1``,
+  :func:`~flprivacy.attacks.inversion.total_variation`), and all of them with its start, N(0, 1)
+  in the normalised space (μ + σ N(0, 1) in pixels; method "IG": not one of Table IV's attacks, so
+  no paper cell decides it). Song et al. name TV among others' regularisers (§1) and use none.
 
 The sigmoid and evaluation-mode rows divide the loss by η² too: their update is so small that
 the pixel gradient falls below Adam's ε. ``objective_start`` is eq. 33 at a uniform grey image
@@ -58,7 +59,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..attacks import awa
-from ..attacks.inversion import total_variation, update_distance
+from ..attacks.inversion import _step_schedule, total_variation, update_distance
 from ..config import base_seed, child_seed, generator
 from ..ledger.song import TABLE_III, TABLE_IV
 from ..metrics import quality
@@ -161,7 +162,7 @@ class Variant:
     n_images: int = 1
     epochs: int = 1
     batches: int = 1
-    init: str = "uniform"  # "uniform" [0, 1], "normal" N(0, 1), or "cifar": μ_c + σ_c N(0, 1) (N(0, 1) after normalising)
+    init: str = "uniform"  # "uniform" [0, 1], "normal" N(0, 1), "cifar" μ_c + σ_c N(0, 1) (normalised: N(0, 1))
     clamp: bool = True
     soft_labels: bool = False
     optimizer: str = "adam"  # "adam" (step 0.1) or "lbfgs"
@@ -299,8 +300,7 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
     diverged = False
     if v.optimizer == "adam":
         opt = torch.optim.Adam(params, lr=0.1)
-        sched = (torch.optim.lr_scheduler.MultiStepLR(  # as inversion.invert_update(schedule=True)
-            opt, milestones=[int(iterations * f) for f in (3 / 8, 5 / 8, 7 / 8)], gamma=0.1) if v.schedule else None)
+        sched = _step_schedule(opt, iterations) if v.schedule else None  # as inversion.invert_update(schedule=True)
         for _ in range(iterations):
             loss = closure()
             if not math.isfinite(float(loss.detach())):
