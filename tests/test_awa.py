@@ -504,6 +504,20 @@ def test_diagnostics_baselines_are_the_library_attacks():
     assert torch.allclose(ours["images"], lib.images, rtol=0, atol=1e-12)
     zhu = diag.run_variant(base["DLG as Zhu et al."], m, th, X, y, iterations=30, seed=seed, lr=0.1)
     assert zhu["evaluations"] <= 30 and 0 <= zhu["label_accuracy"] <= 1
+    # the η² option: the library's awa_attack and tune_weights against the diagnostics' own loss * 1/η²
+    # (at η = 1e-3 Adam's ε = 1e-8 is not negligible against the unscaled gradients, so the scale moves the images)
+    thn3, orders3 = awa.client_update(m, th, X, y, lr=1e-3, epochs=1, batches=1, seed=child_seed(seed, 2))
+    kw3 = dict(kw, labels=y[orders3[0]], lr=1e-3)
+    ours = diag.run_variant(dataclasses.replace(base["ours: AWA"], gradient_scale=True), m, th, X, y, iterations=4, seed=seed,
+                            lr=1e-3)
+    lib = awa.awa_attack(m, th, thn3, Q=awa.AWAWeights(**TABLE_III["case 1"]), gradient_scale=True, **kw3)
+    assert torch.allclose(ours["images"], lib.images, rtol=0, atol=1e-12) and lib.settings["gradient_scale"] is True
+    plain = awa.awa_attack(m, th, thn3, Q=awa.AWAWeights(**TABLE_III["case 1"]), **kw3)
+    assert not torch.allclose(plain.images, lib.images, rtol=0, atol=1e-6)
+    tuned = awa.tune_weights(m, th, thn3, n_trials=1, n_startup_trials=1, gradient_scale=True, **kw3)
+    one = awa.awa_attack(m, th, thn3, gradient_scale=True, **kw3)  # the one (enqueued) trial is Q = 1
+    assert torch.allclose(tuned.reconstruction.images, one.images, rtol=0, atol=1e-12)
+    assert tuned.settings["gradient_scale"] is True
     assert all(v.name == "ours: DLG" or v != base["ours: DLG"] for v in diag.variants())
 
 
@@ -559,6 +573,23 @@ def test_resnet18_grid_and_images():
     assert torch.equal(t4.decode_images((back * 255).round().to(torch.uint8).tolist()), back)
     assert torch.equal(t4.stored_images({"images": t4.encode_images(x)}), back)
     assert torch.equal(t4.stored_images({"images_uint8": (back * 255).round().to(torch.uint8).tolist()}), back)
+
+
+def test_resnet18_bo_is_resumable(monkeypatch, tmp_path):
+    """``--bo``: our BO at a grid cell keeps its study in SQLite; Q = 1 (DLG's loss) is the first trial
+    and the summary compares with it; a second call with more trials resumes (the first trials
+    are not rerun: same values) and adds only the missing ones."""
+    from flprivacy.experiments import awa_table4_resnet18 as t4
+
+    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    tiny = dict(n_trials=2, n_startup_trials=1, iterations=1, trial_iterations=1, prune=False, report_every=1)
+    first = t4.bo_one("resnet18-bn-eval", "case 1", device="cpu", settings=tiny)
+    assert (tmp_path / "awa_table4_resnet18" / "bo" / "resnet18-bn-eval_case1.db").is_file()
+    assert first["params"][0] == awa.UNWEIGHTED and first["f_unweighted"] == first["values"][0]
+    assert first["f_best"] == min(first["values"]) and first["gradient_scale"] is True
+    again = t4.bo_one("resnet18-bn-eval", "case 1", device="cpu", settings=dict(tiny, n_trials=3))
+    assert len(again["values"]) == 3 and again["values"][:2] == first["values"]
+    assert again["total_iterations"] == 3 + 1
 
 
 def test_attacks_follow_the_device_of_theta():

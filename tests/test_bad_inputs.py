@@ -538,12 +538,13 @@ def recipes() -> dict[str, Recipe]:
                              image_shape=(3, 8, 8), lr=0.1, epochs=2, batches=2, attack_lr=0.1, iterations=2, seed=0)
     n_images = {"labels:wrong_shape": "the labels define how many images are reconstructed"}
     add("attacks.awa.awa_attack", awa.awa_attack,
-        lambda: dict(attack_kw(), Q=awa.AWAWeights(2.0, 3.0, 4.0, 9.0, 0.5, 0.5)), compare=False, accept=n_images)
+        lambda: dict(attack_kw(), Q=awa.AWAWeights(2.0, 3.0, 4.0, 9.0, 0.5, 0.5), gradient_scale=True), compare=False,
+        accept=n_images)
     add("attacks.awa.agic_attack", awa.agic_attack, attack_kw, compare=False, accept=n_images)
     add("attacks.awa.dlg_attack", awa.dlg_attack, lambda: dict(attack_kw(), epochs=1), compare=False,
         accept=n_images)
     add("attacks.awa.tune_weights", awa.tune_weights,
-        lambda: dict(attack_kw(), n_trials=2, n_startup_trials=1, trial_iterations=1), compare=False,
+        lambda: dict(attack_kw(), n_trials=2, n_startup_trials=1, trial_iterations=1, gradient_scale=True), compare=False,
         accept=n_images)
     # metrics
     a, b = (lambda: F()["imgs"]), (lambda: (F()["imgs"] * 0.9 + 0.05))

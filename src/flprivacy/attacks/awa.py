@@ -550,7 +550,7 @@ def _problem(model: FLModel, theta: Tensor, theta_next: Tensor, labels: Tensor, 
 def awa_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Tensor, image_shape: Sequence[int],
                lr: float, epochs: int = 1, batches: int = 1, Q: AWAWeights | None = None, epoch: int = 1,
                approximate: bool | None = None, attack_lr: float = 0.1, iterations: int = 1000, seed: int = 0,
-               callback: Callable[[int, Tensor], None] | None = None) -> Reconstruction:
+               gradient_scale: bool = False, callback: Callable[[int, Tensor], None] | None = None) -> Reconstruction:
     """RecAttack of Song Alg. 2: reconstruct a client's N images from θ_t and θ_{t+1}.
 
     Scenarios 1-3 are replayed exactly (``approximate=None`` chooses); Scenario 4 attacks epoch
@@ -564,6 +564,9 @@ def awa_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Ten
         Q: the layer-weight parameters; None is all ones (the unweighted eq. 10).
         attack_lr, iterations: Adam's step size and steps (Song Table I: 0.1 and 1,000).
         seed: seeds the dummy initialisation (uniform pixels in [0, 1]).
+        gradient_scale: divide eq. 23 by η² (not in the paper), so that the loss compares
+            gradients rather than η-scaled gradients; ``awa_diagnostics`` (§9 of the chapter) found
+            this, with sigmoid activations or BatchNorm on running statistics, needed at ResNet-18.
         callback: called as ``callback(iteration, images)`` after each step.
     """
     where = "awa_attack"
@@ -573,22 +576,37 @@ def awa_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Ten
     Q = AWAWeights() if Q is None else Q
     if not isinstance(Q, AWAWeights):
         raise TypeError(f"{where}: Q must be an AWAWeights; got {type(Q).__name__}.")
+    _check_flag("gradient_scale", gradient_scale, where)
     pb = _problem(model, theta, theta_next, labels, image_shape, lr=lr, epochs=epochs, batches=batches, epoch=epoch,
                   approximate=approximate, where=where)
     rec, _ = _awa_run(model, pb, image_shape, Q, attack_lr=attack_lr, iterations=iterations, seed=seed,
-                      callback=callback)
+                      gradient_scale=gradient_scale, callback=callback)
     return rec
 
 
+def _check_flag(name: str, value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be True or False; got {value!r}.")
+    return value
+
+
 def _awa_run(model: FLModel, pb: _Problem, image_shape: Sequence[int], Q: AWAWeights, *, attack_lr: float,
-             iterations: int, seed: int, report: Callable[[int, float], bool] | None = None, report_every: int = 0,
+             iterations: int, seed: int, gradient_scale: bool = False,
+             report: Callable[[int, float], bool] | None = None, report_every: int = 0,
              callback: Callable[[int, Tensor], None] | None = None) -> tuple[Reconstruction, int]:
-    rec, done = _run(model, pb.start, pb.target, pb.labels, image_shape,
-                     loss_fn=_WeightedLoss(model_layers(model), pb.target, Q), lr=pb.lr,
+    loss_fn: Callable[[Tensor, Tensor], Tensor] = _WeightedLoss(model_layers(model), pb.target, Q)
+    if gradient_scale:
+        weighted, factor = loss_fn, 1.0 / pb.lr ** 2
+
+        def loss_fn(pred: Tensor, target: Tensor) -> Tensor:
+            return weighted(pred, target) * factor
+
+    rec, done = _run(model, pb.start, pb.target, pb.labels, image_shape, loss_fn=loss_fn, lr=pb.lr,
                      batches=pb.batches, epochs=pb.epochs, attack_lr=attack_lr, iterations=iterations, seed=seed,
                      report=report, report_every=report_every, callback=callback)
     rec.settings = dict(method="AWA", Q=Q.as_dict(), approximate=pb.approximate, epoch=pb.epoch, lr=pb.lr,
                         batches=pb.batches, attack_lr=attack_lr, iterations=iterations, iterations_run=done, seed=seed,
+                        gradient_scale=gradient_scale,
                         objective=_objective(model, pb.start, pb.target, rec.images, pb.labels, lr=pb.lr,
                                              batches=pb.batches, epochs=pb.epochs))
     return rec, done
@@ -714,7 +732,7 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                  iterations: int = 1000, trial_iterations: int | None = None, prune: bool = False,
                  report_every: int = 50, epoch: int = 1, approximate: bool | None = None, attack_lr: float = 0.1,
                  seed: int = 0, progress: bool = False, enqueue_unweighted: bool = True,
-                 storage: str | Path | None = None, study_name: str = "awa",
+                 storage: str | Path | None = None, study_name: str = "awa", gradient_scale: bool = False,
                  callback: Callable[[int, Tensor], None] | None = None) -> WeightSearch:
     """Song Alg. 2: Bayesian optimisation of Q over Table II, then the final attack with Q*.
 
@@ -737,6 +755,9 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     running only the trials still missing to ``n_trials`` (the unweighted trial is enqueued only
     in a new study), and the file can be inspected with Optuna's tools.
 
+    ``gradient_scale=True`` (not in the paper) divides eq. 23 by η² in every trial and in the final
+    attack (:func:`awa_attack`); f(Q) is unchanged.
+
     Speed-ups (not in the paper): ``trial_iterations < iterations`` shortens the trials only;
     ``prune=True`` stops a trial when its eq. 33 distance after ``report_every`` iterations is
     worse than the median of earlier trials at the same point (Optuna's
@@ -756,8 +777,8 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                                                                              where, minimum=1)
     check_int("report_every", report_every, where, minimum=1)
     check_positive("attack_lr", attack_lr, where)
-    if not isinstance(enqueue_unweighted, bool):
-        raise TypeError(f"{where}: enqueue_unweighted must be True or False; got {enqueue_unweighted!r}.")
+    _check_flag("enqueue_unweighted", enqueue_unweighted, where)
+    _check_flag("gradient_scale", gradient_scale, where)
     if not isinstance(study_name, str) or not study_name.strip():
         raise ValueError(f"{where}: study_name must be a non-empty string naming the study in storage; "
                          f"got {study_name!r}.")
@@ -779,7 +800,7 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
             return prune and trial.should_prune()
 
         rec, done = _awa_run(model, pb, image_shape, Q, attack_lr=attack_lr, iterations=trial_iterations, seed=seed,
-                             report=report, report_every=report_every)
+                             gradient_scale=gradient_scale, report=report, report_every=report_every)
         trial.set_user_attr("iterations", done)
         trial.set_user_attr("stopped", done < trial_iterations)
         value = rec.settings["objective"]
@@ -808,7 +829,7 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
     best = AWAWeights(**study.best_params)
     unweighted = [t.value for t in trials if t.params == UNWEIGHTED]
     rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,
-                      callback=callback)
+                      gradient_scale=gradient_scale, callback=callback)
     return WeightSearch(best=best, values=[float(t.value) for t in trials],
                         iterations=[int(t.user_attrs["iterations"]) for t in trials],
                         stopped=[bool(t.user_attrs["stopped"]) for t in trials],
@@ -817,4 +838,5 @@ def tune_weights(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: T
                         settings=dict(n_trials=n_trials, n_startup_trials=n_startup_trials, iterations=iterations,
                                       trial_iterations=trial_iterations, prune=prune, report_every=report_every,
                                       epochs=epochs, batches=batches, lr=lr, attack_lr=attack_lr, seed=seed,
-                                      enqueue_unweighted=enqueue_unweighted, storage=url, study_name=study_name))
+                                      enqueue_unweighted=enqueue_unweighted, storage=url, study_name=study_name,
+                                      gradient_scale=gradient_scale))

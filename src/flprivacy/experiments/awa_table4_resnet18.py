@@ -2,6 +2,7 @@
 
     python -m flprivacy.experiments.awa_table4_resnet18 --device cuda --cases 2 --workers 6   # case 2's six runs: 5 min on one H200
     python -m flprivacy.experiments.awa_table4_resnet18 --iterations 2              # a CPU smoke test (minutes)
+    python -m flprivacy.experiments.awa_table4_resnet18 --device cuda --bo --models resnet18-bn-eval resnet18-sigmoid --cases 1 --workers 2
 
 The book's ``awa_table4`` at paper scale runs Song's whole protocol (a Bayesian optimisation of
 50 trials of 1,000 iterations per case, then the final attack): about 240 CPU-hours
@@ -34,6 +35,16 @@ SSIM, MSE, and SSIM as Song §5.1 writes it), eq. 33's objective, its reconstruc
 (8-bit, :func:`decode_images`; the client's images are ``awa_table4.client_images`` of the seed)
 and its seconds per iteration go to its own file
 ``book/results/awa_table4_resnet18/<model>_case<k>_<method>.json``, so an interrupted run resumes.
+``--bo`` runs our own Bayesian optimisation of Q (Song Alg. 2, :func:`~flprivacy.attacks.awa.tune_weights`)
+at each (model, case) instead of the grid, in the book's pruned protocol (:data:`BO`: Song's 50
+trials with 12 random starts and the final attack of 1,000 iterations, but trials of 200
+iterations stopped at the median; Q = 1, DLG's loss, enqueued first), the η² scale on the two
+control models as in the grid. Each study is an SQLite file
+``awa_table4_resnet18/bo/<model>_case<k>.db`` (Optuna's RDB storage), so an interrupted search
+resumes trial by trial and a partial study can be committed and read; the result file
+``awa_table4_resnet18/bo/<model>_case<k>.json`` (written when the final attack is done) records
+:func:`.awa_table4.bo_summary`, every trial and the final attack's scores and images.
+
 ``--workers W`` runs W processes at once (a GPU is idle between the small kernels of one
 attack); the files record W next to the timings. On a GPU the convolutions' backward passes
 use atomic additions, so two runs with the same seed agree to rounding, not bit for bit.
@@ -57,7 +68,7 @@ from ..config import base_seed, child_seed
 from ..ledger.song import CASES, TABLE_III, TABLE_IV
 from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, make_model, run_variant, scores
-from .awa_table4 import client_images
+from .awa_table4 import bo_summary, client_images
 
 NAME = "awa_table4_resnet18"
 MODELS = ("resnet18", "resnet18-sigmoid", "resnet18-bn-eval")
@@ -147,24 +158,78 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
                 images=encode_images(images))
 
 
+#: The pruned BO protocol of ``--bo`` (Song's: n_trials=50, n_startup_trials=12, trials of 1,000 iterations, no pruning).
+BO = dict(n_trials=50, n_startup_trials=12, iterations=1000, trial_iterations=200, prune=True, report_every=50)
+
+
+def bo_name(model: str, case: str) -> str:
+    """The stem of a BO's files under ``book/results``: ``awa_table4_resnet18/bo/<model>_case<k>``."""
+    return f"{NAME}/bo/{model}_{case.replace(' ', '')}"
+
+
+def bo_storage(model: str, case: str) -> str:
+    """The SQLite file of a BO's Optuna study (created with its folder)."""
+    path = result_path(bo_name(model, case), "paper").with_suffix(".db")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+def bo_one(model_name: str, case: str, *, device: str, settings: dict = BO) -> dict:
+    """Our BO of Q (:func:`~flprivacy.attacks.awa.tune_weights`) at one (model, case) of the grid:
+    the same client, update and dummy start as the grid's runs; returns the search and the final
+    attack's scores."""
+    s = seed()
+    E, B = CASES[case]
+    X, y = client_images(s, 4, 32)
+    model = make_model(model_name)
+    dev = torch.device(device)
+    theta = model.init_params(child_seed(s, 1)).to(dev)
+    theta_next, orders = awa.client_update(model, theta, X.to(dev), y.to(dev), lr=1e-3, epochs=E, batches=B,
+                                           seed=child_seed(s, 2))
+    scaled = model_name != "resnet18"
+    res = awa.tune_weights(model, theta, theta_next, labels=y.to(dev)[orders[0]], image_shape=(3, 32, 32), lr=1e-3,
+                           epochs=E, batches=B, attack_lr=0.1, seed=child_seed(s, 3), gradient_scale=scaled,
+                           storage=bo_storage(model_name, case), study_name=bo_name(model_name, case), **settings)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    rec = res.reconstruction
+    out = scores(rec.images.cpu(), X)
+    images = out.pop("images")
+    return dict(out, model=model_name, case=case, E=E, B=B, method="AWA (our BO)", settings=dict(settings),
+                gradient_scale=scaled, objective=rec.settings["objective"], **bo_summary(res),
+                values=res.values, params=res.params, trial_iterations_run=res.iterations, stopped=res.stopped,
+                total_iterations=res.total_iterations, search_seconds=res.search_seconds,
+                final_seconds=res.final_seconds, seconds_per_iteration=res.final_seconds / max(1, rec.settings["iterations_run"]),
+                device=str(dev), device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                images=encode_images(images))
+
+
 def done(r: Run, iterations: int) -> bool:
     """Whether the run's file exists with this iteration budget."""
     path = result_path(r.file_name, "paper")
     return path.is_file() and json.loads(path.read_text())["data"].get("iterations") == iterations
 
 
-def work(runs: list[Run], *, iterations: int, device: str, workers: int, commit: str | None) -> None:
+def work(runs: list[Run], *, iterations: int, device: str, workers: int, commit: str | None,
+         bo: bool = False) -> None:
     for r in runs:
-        if done(r, iterations):
-            continue
-        data = run_one(r, iterations=iterations, device=device)
+        if bo:
+            if result_path(bo_name(r.model, r.case), "paper").is_file():
+                continue
+            data = bo_one(r.model, r.case, device=device)
+            name = bo_name(r.model, r.case)
+        else:
+            if done(r, iterations):
+                continue
+            data = run_one(r, iterations=iterations, device=device)
+            name = r.file_name
         data["workers"] = workers
-        path = save_result(r.file_name, data, seeds=[seed()], scale_="paper")
+        path = save_result(name, data, seeds=[seed()], scale_="paper")
         if commit:  # a copy of the tree on another machine: its .git may be absent or stale
             rec = json.loads(path.read_text())
             rec["commit_git"], rec["commit"] = rec["commit"], commit
             path.write_text(json.dumps(rec, indent=1) + "\n")
-        print(f"{r.model} {r.case} {r.method}: SSIM {data['ssim']:.3f}, PSNR {data['psnr']:.1f} dB, "
+        print(f"{r.model} {r.case} {'our BO' if bo else r.method}: SSIM {data['ssim']:.3f}, PSNR {data['psnr']:.1f} dB, "
               f"{data['seconds_per_iteration'] * 1000:.0f} ms/iteration", flush=True)
 
 
@@ -175,6 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--cases", nargs="+", type=int, default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
     parser.add_argument("--workers", type=positive_int, default=1, help="processes running at once")
+    parser.add_argument("--bo", action="store_true", help="our BO of Q (pruned protocol, BO) per (model, case), "
+                        "resumable from its SQLite study, instead of the grid")
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--commit", default=None, help="the commit whose tree runs (a copy on a device machine may carry no .git or a stale one); "
                              "recorded as commit, git's own view as commit_git")
@@ -185,13 +252,15 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1 if args.workers > 1 else torch.get_num_threads())
     keep_freed_memory()  # replayed training frees and re-allocates large tensors every iteration
     runs = grid(tuple(args.models), tuple(f"case {k}" for k in args.cases))
+    if args.bo:  # one study per (model, case): the AWA cells
+        runs = [r for r in runs if r.method == "AWA"]
     if args.worker is not None:
         work(runs[args.worker::args.workers], iterations=args.iterations, device=args.device, workers=args.workers,
-             commit=args.commit)
+             commit=args.commit, bo=args.bo)
         return
     t0 = time.perf_counter()
     if args.workers == 1:
-        work(runs, iterations=args.iterations, device=args.device, workers=1, commit=args.commit)
+        work(runs, iterations=args.iterations, device=args.device, workers=1, commit=args.commit, bo=args.bo)
     else:
         base = [sys.executable, "-m", f"flprivacy.experiments.{NAME}", *(argv if argv is not None else sys.argv[1:])]
         procs = [subprocess.Popen([*base, "--worker", str(k)]) for k in range(args.workers)]
