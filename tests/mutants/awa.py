@@ -146,6 +146,19 @@ MUTANTS = [
            "        x = x", "inversefed draws its N(0, 1) start in the normalised space"),
     Mutant("diag_cosine_is_l2", DIAG, 'else lambda pred, target: update_distance(pred, target, "cosine"))',
            'else lambda pred, target: update_distance(pred, target, "l2"))', "the cosine rows minimise 1 - cos"),
+    # ---- the η² option (awa_attack, tune_weights) and the BO at ResNet-18 ----------------------------
+    Mutant("grad_scale_eta_not_eta2", AWA, "weighted, factor = loss_fn, 1.0 / pb.lr ** 2",
+           "weighted, factor = loss_fn, 1.0 / pb.lr", "gradient_scale divides eq. 23 by η²"),
+    Mutant("grad_scale_not_in_trials", AWA,
+           "seed=seed,\n                             gradient_scale=gradient_scale, report=report",
+           "seed=seed,\n                             gradient_scale=False, report=report",
+           "tune_weights: every trial uses the scaled loss"),
+    Mutant("grad_scale_not_in_final", AWA,
+           "    rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,\n"
+           "                      gradient_scale=gradient_scale, callback=callback)",
+           "    rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,\n"
+           "                      gradient_scale=False, callback=callback)",
+           "tune_weights: the final attack uses the scaled loss"),
     # ---- BatchNorm ----------------------------------------------------------------------------------
     Mutant("bn_running_stats", MOD, "return nn.BatchNorm2d(channels, track_running_stats=False, dtype=dtype)",
            "return nn.BatchNorm2d(channels, dtype=dtype)", "FLModel: BatchNorm with batch statistics only"),
