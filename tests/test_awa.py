@@ -517,6 +517,8 @@ def test_diagnostics_baselines_are_the_library_attacks():
     tuned = awa.tune_weights(m, th, thn3, n_trials=1, n_startup_trials=1, gradient_scale=True, **kw3)
     one = awa.awa_attack(m, th, thn3, gradient_scale=True, **kw3)  # the one (enqueued) trial is Q = 1
     assert torch.allclose(tuned.reconstruction.images, one.images, rtol=0, atol=1e-12)
+    assert math.isclose(tuned.values[0], one.settings["objective"], rel_tol=1e-9)  # the trial ran scaled too
+    assert not math.isclose(plain.settings["objective"], lib.settings["objective"], rel_tol=1e-9)
     assert tuned.settings["gradient_scale"] is True
     assert all(v.name == "ours: DLG" or v != base["ours: DLG"] for v in diag.variants())
 
