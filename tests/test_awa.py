@@ -584,6 +584,8 @@ def test_resnet18_bo_is_resumable(monkeypatch, tmp_path):
     from flprivacy.experiments import awa_table4_resnet18 as t4
 
     monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    # the plumbing, not ResNet-18 (the GPU runs): a small CNN for the 32x32 client images keeps the test fast
+    monkeypatch.setattr(t4, "make_model", lambda name: FLModel(SmallCNN(3, 10, 32, width=4), "cross_entropy"))
     tiny = dict(n_trials=2, n_startup_trials=1, iterations=1, trial_iterations=1, prune=False, report_every=1)
     first = t4.bo_one("resnet18-bn-eval", "case 1", device="cpu", settings=tiny)
     assert (tmp_path / "awa_table4_resnet18" / "bo" / "resnet18-bn-eval_case1.db").is_file()
