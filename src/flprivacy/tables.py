@@ -243,7 +243,9 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
     notes = [caption if caption.rstrip().endswith((".", "!", "?")) else caption.rstrip() + "."] if caption else []
     if missing:
         notes.append(f"n/a: {na}")
-    styler = shown.style.hide(axis="index").set_table_styles(CELL_CSS)
+    # no per-cell id attributes (pandas still gives one to a cell styled on its own): the column CSS
+    # uses classes, and the ids were a third of each table's HTML, which every page of the book carries
+    styler = Styler(shown, cell_ids=False).hide(axis="index").set_table_styles(CELL_CSS)
     if text_cols:
         styler = styler.set_table_styles({shown.columns[i]: TEXT_CSS for i in text_cols}, overwrite=False)
     if notes:
