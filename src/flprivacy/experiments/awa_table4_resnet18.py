@@ -59,6 +59,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -66,6 +67,7 @@ import torch
 from ..attacks import awa
 from ..config import base_seed, child_seed
 from ..ledger.song import CASES, TABLE_III, TABLE_IV
+from ..models import FLModel
 from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, make_model, run_variant, scores
 from .awa_table4 import bo_summary, client_images
@@ -126,32 +128,72 @@ def decode_images(stored: dict | list) -> torch.Tensor:
     return torch.from_numpy(raw.copy()).float() / 255
 
 
+@dataclass
+class Client:
+    """The attacked client of a grid cell: the first paper-scale image set (``X, y`` on the CPU for
+    scoring, ``Xd, yd`` on the device), the untrained model θ_t on the device and the case's (E, B)."""
+
+    model_name: str
+    case: str
+    device: torch.device
+    model: FLModel
+    theta: torch.Tensor
+    X: torch.Tensor
+    y: torch.Tensor
+    Xd: torch.Tensor
+    yd: torch.Tensor
+    E: int
+    B: int
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the attack's loss is divided by η²: the two controls match gradients."""
+        return self.model_name != "resnet18"
+
+    @property
+    def device_name(self) -> str:
+        return torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+
+    def update(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """θ_{t+1} after the client's local training (SGD at η = 10⁻³) and the labels in its first order."""
+        theta_next, orders = awa.client_update(self.model, self.theta, self.Xd, self.yd, lr=1e-3, epochs=self.E,
+                                               batches=self.B, seed=child_seed(seed(), 2))
+        return theta_next, self.yd[orders[0]]
+
+    def synchronize(self) -> None:
+        """Wait for the device's queued kernels (so that a run's seconds are complete)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+
+def client(model_name: str, case: str, device: str) -> Client:
+    """The attacked client of the cell ``(model_name, case)`` with its data and θ_t on ``device``."""
+    s = seed()
+    E, B = CASES[case]
+    X, y = client_images(s, 4, 32)
+    model = make_model(model_name)
+    dev = torch.device(device)
+    return Client(model_name, case, dev, model, model.init_params(child_seed(s, 1)).to(dev), X, y, X.to(dev),
+                  y.to(dev), E, B)
+
+
 def run_one(r: Run, *, iterations: int, device: str) -> dict:
     """One attack of the grid; returns its scores, timings and images."""
-    s = seed()
-    E, B = CASES[r.case]
-    X, y = client_images(s, 4, 32)
-    model = make_model(r.model)
-    theta = model.init_params(child_seed(s, 1))
-    dev = torch.device(device)
-    theta, Xd, yd = theta.to(dev), X.to(dev), y.to(dev)
-    scaled = r.model != "resnet18"  # the two controls match gradients: the loss divided by η²
+    c = client(r.model, r.case, device)
+    s, E, B = seed(), c.E, c.B
     if r.method == "AGIC":
-        theta_next, orders = awa.client_update(model, theta, Xd, yd, lr=1e-3, epochs=E, batches=B,
-                                               seed=child_seed(s, 2))
-        rec = awa.agic_attack(model, theta, theta_next, labels=yd[orders[0]], image_shape=(3, 32, 32), lr=1e-3,
+        theta_next, labels = c.update()
+        rec = awa.agic_attack(c.model, c.theta, theta_next, labels=labels, image_shape=(3, 32, 32), lr=1e-3,
                               epochs=E, batches=B, attack_lr=0.1, iterations=iterations, seed=child_seed(s, 3))
-        out = dict(scores(rec.images, X), seconds=rec.seconds, evaluations=rec.settings["iterations_run"], Q=None)
+        out = dict(scores(rec.images, c.X), seconds=rec.seconds, evaluations=rec.settings["iterations_run"], Q=None)
     else:
         v = Variant(name=f"{r.method}, {r.model}, {r.case}", change="Table IV cell at ResNet-18", method=r.method,
-                    model=r.model, n_images=4, epochs=E, batches=B, gradient_scale=scaled)
-        out = run_variant(v, model, theta, Xd, yd, iterations=iterations, seed=s)
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+                    model=r.model, n_images=4, epochs=E, batches=B, gradient_scale=c.scaled)
+        out = run_variant(v, c.model, c.theta, c.Xd, c.yd, iterations=iterations, seed=s)
+    c.synchronize()
     images = out.pop("images")
     return dict(out, model=r.model, case=r.case, E=E, B=B, method=r.method, iterations=iterations,
-                gradient_scale=scaled and r.method != "AGIC", device=str(dev),
-                device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+                gradient_scale=c.scaled and r.method != "AGIC", device=str(c.device), device_name=c.device_name,
                 seconds_per_iteration=out["seconds"] / max(1, out["evaluations"]),
                 Q_source="Song Table III" if r.method == "AWA" else None,
                 Q_table_iii=TABLE_III[r.case] if r.method == "AWA" else None,
@@ -167,9 +209,14 @@ def bo_name(model: str, case: str) -> str:
     return f"{NAME}/bo/{model}_{case.replace(' ', '')}"
 
 
+def bo_db(model: str, case: str) -> Path:
+    """The SQLite file of a BO's Optuna study, beside its result file."""
+    return result_path(bo_name(model, case), "paper").with_suffix(".db")
+
+
 def bo_storage(model: str, case: str) -> str:
-    """The SQLite file of a BO's Optuna study (created with its folder)."""
-    path = result_path(bo_name(model, case), "paper").with_suffix(".db")
+    """:func:`bo_db` as the storage of :func:`~flprivacy.attacks.awa.tune_weights` (its folder created)."""
+    path = bo_db(model, case)
     path.parent.mkdir(parents=True, exist_ok=True)
     return str(path)
 
@@ -178,30 +225,21 @@ def bo_one(model_name: str, case: str, *, device: str, settings: dict = BO) -> d
     """Our BO of Q (:func:`~flprivacy.attacks.awa.tune_weights`) at one (model, case) of the grid:
     the same client, update and dummy start as the grid's runs; returns the search and the final
     attack's scores."""
-    s = seed()
-    E, B = CASES[case]
-    X, y = client_images(s, 4, 32)
-    model = make_model(model_name)
-    dev = torch.device(device)
-    theta = model.init_params(child_seed(s, 1)).to(dev)
-    theta_next, orders = awa.client_update(model, theta, X.to(dev), y.to(dev), lr=1e-3, epochs=E, batches=B,
-                                           seed=child_seed(s, 2))
-    scaled = model_name != "resnet18"
-    res = awa.tune_weights(model, theta, theta_next, labels=y.to(dev)[orders[0]], image_shape=(3, 32, 32), lr=1e-3,
-                           epochs=E, batches=B, attack_lr=0.1, seed=child_seed(s, 3), gradient_scale=scaled,
+    c = client(model_name, case, device)
+    theta_next, labels = c.update()
+    res = awa.tune_weights(c.model, c.theta, theta_next, labels=labels, image_shape=(3, 32, 32), lr=1e-3,
+                           epochs=c.E, batches=c.B, attack_lr=0.1, seed=child_seed(seed(), 3), gradient_scale=c.scaled,
                            storage=bo_storage(model_name, case), study_name=bo_name(model_name, case), **settings)
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    c.synchronize()
     rec = res.reconstruction
-    out = scores(rec.images.cpu(), X)
+    out = scores(rec.images.cpu(), c.X)
     images = out.pop("images")
-    return dict(out, model=model_name, case=case, E=E, B=B, method="AWA (our BO)", settings=dict(settings),
-                gradient_scale=scaled, objective=rec.settings["objective"], **bo_summary(res),
+    return dict(out, model=model_name, case=case, E=c.E, B=c.B, method="AWA (our BO)", settings=dict(settings),
+                gradient_scale=c.scaled, objective=rec.settings["objective"], **bo_summary(res),
                 values=res.values, params=res.params, trial_iterations_run=res.iterations, stopped=res.stopped,
                 total_iterations=res.total_iterations, search_seconds=res.search_seconds,
                 final_seconds=res.final_seconds, seconds_per_iteration=res.final_seconds / max(1, rec.settings["iterations_run"]),
-                device=str(dev), device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-                images=encode_images(images))
+                device=str(c.device), device_name=c.device_name, images=encode_images(images))
 
 
 def done(r: Run, iterations: int) -> bool:
