@@ -231,7 +231,7 @@ def test_follow_sentence():
     assert "Adam gains +5.0 points" in text and "-5.0 at α = 0.3" in text and "+0.0 at α = 1" in text
     recs[1]["acc_follow_1.0"] = None  # diverged on that attack's run
     text = _follow_sentence({"data": {"follow": {"steps": 10, "alphas": [1.0]}, "records": recs}})
-    assert "+5.0 (diverged on 1 of 2 attacks) at α = 1" in text
+    assert "+5.0 (over 1 of 2 attacks; the others' runs diverged) at α = 1" in text
     assert _follow_sentence(None) == "" and _follow_sentence({"data": {"records": recs}}) == ""
 
 

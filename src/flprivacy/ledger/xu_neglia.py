@@ -355,11 +355,12 @@ def _follow_sentence(rec: Mapping[str, Any] | None) -> str:
         return ""
 
     def gain(key: str) -> str:
-        ok = [r for r in probed if r.get(key) is not None]  # None: the iteration diverged on that run
+        ok = [r for r in probed if r.get(key) is not None]  # None: the iteration diverged for an attack of that run
         if not ok:
-            return f"diverged on all {len(probed)} attacks"
+            return f"none (it diverged on every run, {len(probed)} attacks)"
         g = f"{100 * mean(r[key] - r['acc_last_returned'] for r in ok):+.1f}"
-        return g if len(ok) == len(probed) else f"{g} (diverged on {len(probed) - len(ok)} of {len(probed)} attacks)"
+        return g if len(ok) == len(probed) else (f"{g} (over {len(ok)} of {len(probed)} attacks; the others' runs "
+                                                 "diverged)")
     return ("on the probed runs, eq. (7) by Adam gains " + f"{gain('acc_decoded')} points and following the "
             "learned map (θ ← θ - α G(θ), 1,000 steps) " + ", ".join(f"{gain(f'acc_follow_{a}')} at α = {a:g}"
                                                                      for a in rec["data"]["follow"]["alphas"]))
