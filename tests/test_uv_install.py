@@ -23,7 +23,8 @@ def test_pip_settings_become_uv_flags_and_missing_local_locations_are_left_out(t
     cmd, env = uv_install.command(["-r", "requirements.txt"], cfg)
     assert cmd[:4] == [str(Path(sys.executable).parent / "uv"), "pip", "install", "--python"]
     assert cmd[cmd.index("--index-strategy") + 1] == "unsafe-best-match"  # pip's rule: best version over all indexes
-    flags = cmd[cmd.index("unsafe-best-match") + 1:]
+    assert "--compile-bytecode" in cmd  # as pip does: imports read bytecode, not the sources
+    flags = cmd[cmd.index("--compile-bytecode") + 1:]
     assert flags == ["--find-links", str(wheels), "--constraint", str(cons),
                      "--extra-index-url", "https://example.org/simple", "-r", "requirements.txt"]
     assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca.crt", "UV_HTTP_TIMEOUT": "180"}
