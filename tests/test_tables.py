@@ -85,10 +85,19 @@ def test_text_columns_are_left_aligned_and_wrap():
     s = style(df, percent=["acc"])
     html = s.to_html()
     css = {k: [p for p in v] for k, v in ((t["selector"], t["props"]) for t in s.table_styles)}
-    left = [sel for sel, props in css.items() if ("white-space", "normal") in props and sel != "th"]
+    left = [sel for sel, props in css.items() if ("white-space", "normal") in props and sel not in ("th", "caption")]
     assert len(left) == 2 and ".col0" in " ".join(left) and ".col2" in " ".join(left)   # the two text columns
     assert not any(".col1" in sel for sel in left)                                       # numbers stay right
     assert "white-space: normal" in html
+
+
+def test_a_caption_wraps_within_the_visible_width_and_stays_in_view():
+    """A wide table scrolls sideways on a phone; its caption must not scroll out of view with it
+    (the theme keeps table text on one line, so at 400 px only its first words showed)."""
+    css = {t["selector"]: dict(t["props"]) for t in style(pd.DataFrame({"a": [1]}), caption="A caption.").table_styles}
+    cap = css["caption"]
+    assert cap["white-space"] == "normal" and cap["position"] == "sticky" and cap["left"] == "0"
+    assert "100vw" in cap["max-width"]
 
 
 def test_headers_wrap_but_numbers_do_not():

@@ -44,8 +44,12 @@ CELL_CSS = [
     {"selector": "th", "props": [("border-bottom", "1px solid #888"), ("font-weight", "600"),
                                  ("white-space", "normal")]},
     {"selector": "td:first-child, th:first-child", "props": [("text-align", "left")]},
+    # a caption wraps within the visible width and stays in view while a wide table scrolls
+    # sideways (the theme keeps table text on one line; a phone then saw only its first words)
     {"selector": "caption", "props": [("caption-side", "bottom"), ("text-align", "left"),
-                                      ("font-size", "0.9em"), ("padding-top", "0.4em")]},
+                                      ("font-size", "0.9em"), ("padding-top", "0.4em"),
+                                      ("white-space", "normal"), ("position", "sticky"), ("left", "0"),
+                                      ("max-width", "min(calc(100vw - 3rem), 40rem)")]},
 ]
 
 #: The CSS of a text column (left-aligned, wrapping, top-aligned), set on its header and cells.
