@@ -8,7 +8,7 @@ Lemma 1 and its remarks (App. A), Figs. 2-10, App. B-H and the LPIPS metric.
 Where a committed result file holds our numbers (``part4_factors.json`` for Figs. 5-6 and App. B,
 D, E, F; ``diffusion_ablation.json`` for Figs. 2, 3 and 7 and the LPIPS row, or its quick-scale file
 where the paper-scale one is not committed, as the diffusion chapter reads it;
-``diffusion_diagnostics_quick.json`` for Fig. 7 at the paper's x4 dummy) the verdict is computed from it;
+``diffusion_diagnostics.json``, or its quick file, for Fig. 7 at the paper's x4 dummy) the verdict is computed from it;
 the propositions (eq. 1-3, Lemma 1) are checked live on small float64 instances (well under a
 second), ``file="live"``. Results the book has no code for get :func:`~flprivacy.ledger.not_covered`.
 
@@ -647,8 +647,8 @@ def _ablation_rows(rec: Mapping[str, Any] | None) -> list[Row]:
 def _diagnostics_rows(rec: Mapping[str, Any] | None) -> list[Row]:
     ids = ("Wilson Fig. 7 at the paper's x4 dummy",)
     if rec is None:
-        why = ("diffusion_diagnostics_quick.json is not committed; python -m flprivacy.experiments."
-               "diffusion_diagnostics (about 2 CPU-minutes)")
+        why = ("neither diffusion_diagnostics.json nor diffusion_diagnostics_quick.json is committed; python -m "
+               "flprivacy.experiments.diffusion_diagnostics (about 2 CPU-minutes at quick scale)")
         return not_run_rows(PAPER, ids, why=why, chapter=CH_DIFFUSION, data="real")
     d = diagnostics_numbers(rec)
     if DUMMY_SCALE_FACTOR not in d["attack"]:
@@ -685,7 +685,8 @@ def rows() -> list[Row]:
     live = live_propositions()
     return (_lemma_rows(live) + _factor_rows(record_or_none("part4_factors"))
             + _ablation_rows(record_or_none("diffusion_ablation") or record_or_none("diffusion_ablation", "quick"))
-            + _diagnostics_rows(record_or_none("diffusion_diagnostics", "quick")) + _not_covered_rows()
+            + _diagnostics_rows(record_or_none("diffusion_diagnostics") or record_or_none("diffusion_diagnostics", "quick"))
+            + _not_covered_rows()
             + _architecture_rows())
 
 
