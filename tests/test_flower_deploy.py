@@ -276,3 +276,18 @@ def test_a_failing_serverapp_is_a_clear_error_not_a_hang(runs):
     message, wall = runs["failing"]
     assert message.startswith("the ServerApp failed") and "nodes are connected after 3 s but 2 are needed" in message
     assert wall < TIMEOUT
+
+
+def test_free_port_avoids_the_ephemeral_range_and_never_repeats():
+    """Ports for the deployment's listeners come from below the range the OS gives outgoing
+    connections (where one took a SuperNode's port in a test run), are bindable, and are not
+    handed out twice by one process."""
+    import socket
+
+    from flprivacy.flower_deploy import _ephemeral_low, free_port
+
+    ports = [free_port() for _ in range(50)]
+    assert len(set(ports)) == len(ports)
+    assert all(1024 <= p < min(_ephemeral_low(), 32768) for p in ports)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", ports[-1]))
