@@ -187,9 +187,10 @@ def free_port() -> int:
     are only ever bound on purpose, and a random draw (the OS's randomness: a seeded ``random``
     would give two processes the same sequence) makes two deployments unlikely to meet.
     """
-    low, pick = max(1024, min(_ephemeral_low(), 32768) - 12000), random.SystemRandom()
+    high = min(_ephemeral_low(), 32768)
+    low, pick = max(1024, high - 12000), random.SystemRandom()
     for _ in range(200):
-        port = pick.randrange(low, min(_ephemeral_low(), 32768))
+        port = pick.randrange(low, high)
         if port in _ISSUED:
             continue
         with socket.socket() as s:
@@ -199,7 +200,7 @@ def free_port() -> int:
                 continue
         _ISSUED.add(port)
         return port
-    raise DeploymentError(f"free_port: no free TCP port found in [{low}, {min(_ephemeral_low(), 32768)}) after 200 "
+    raise DeploymentError(f"free_port: no free TCP port found in [{low}, {high}) after 200 "
                           "tries; free some ports or raise the ephemeral range's lower bound.")
 
 
