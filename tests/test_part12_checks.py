@@ -153,9 +153,9 @@ def test_part2_ledger_live_checks():
 
     for fn in (X.exact_recovery_live, X.hard_instance_live, X.affine_mapping_live, D.alg3_live, D.lemma2_live):
         fn.cache_clear()
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU time of this process: other processes on a busy machine cannot inflate it
         fn()
-        assert time.perf_counter() - t0 < 10, fn.__name__  # 2 s on one core; 10 s leaves room for a busy machine
+        assert time.process_time() - t0 < 10, fn.__name__  # 2 s of CPU; 10 s leaves room for BLAS threads and slower CPUs
     rows = {r.result_id: r for r in X._live_rows() + D._live_rows()}
     lemma2 = "Diana App. A Lemma 2 W invertible"  # partly by design: as stated it fails at n = 0 and A = 2I, n = 2
     bad = {k: r.reason for k, r in rows.items() if r.status not in ("reproduced", "not run") and k != lemma2}
