@@ -90,3 +90,24 @@ def test_fig4_ledger_row_needs_a_negative_rho_beyond_the_no_relation_level():
     assert fig4_row(rec(-0.2), "part3/sensitivity", "synthetic stand-in").status == "not reproduced"  # within the noise
     assert fig4_row(rec(0.3), "part3/sensitivity", "synthetic stand-in").status == "not reproduced"
     assert fig4_row(None, "part3/sensitivity", "synthetic stand-in").status == "not run"
+
+
+def test_fig4_grad_is_fig4_with_grad_seed_by_seed_and_resumes(tmp_path, monkeypatch):
+    """part3_fig4_grad's record is part3_fig4.run(grad=True)'s, seed by seed from point files; a second
+    call reads the points and computes nothing."""
+    from flprivacy.experiments import part3_fig4, part3_fig4_grad
+    from flprivacy.experiments import points as P
+
+    tiny = replace(part3_table1.QUICK_SETTINGS["Income-L"], task="Income-A", n_synthetic=800, rounds=4,
+                   active_rounds=(3,), adam_trials=2, adam_batch=2, grad_learning_rates=(1e3,), grad_iterations=3,
+                   model_wo_steps=20, hidden=16)
+    monkeypatch.setattr(part3_fig4, "fig4_settings", lambda: tiny)
+    monkeypatch.setattr(part3_fig4_grad, "fig4_settings", lambda: tiny)
+    monkeypatch.setattr(P, "points_dir", lambda result, scale_=None: tmp_path / result)
+    out = part3_fig4_grad.run_points_of([0])
+    whole = part3_fig4.run([0], grad=True, log=lambda _: None)
+    assert [p["per_client"] for p in out["per_seed"]] == [p["per_client"] for p in whole["per_seed"]]
+    assert {"passive/Grad", "active-3/Grad-w-O", "active-3/Ours"} <= set(out["trend"])
+    assert out["trend"] == whole["trend"] and out["points_record"]["points"] == 1
+    monkeypatch.setattr(part3_fig4, "run", lambda *a, **k: pytest.fail("a finished seed ran again"))
+    assert part3_fig4_grad.run_points_of([0])["trend"] == out["trend"]

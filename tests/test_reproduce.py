@@ -152,7 +152,7 @@ def test_a_sweep_splits_its_runs_and_stays_current(tmp_path, monkeypatch):
     R.run_job(job, 2)
     assert "--jobs" not in (tmp_path / "logs" / "x.log").read_text()
     assert R._without_jobs(sweep.command + " --jobs 2") == R._without_jobs(sweep.command)
-    assert all(j.splits == (j.module in ("part3_fig3", "part3_points")) for j in R.PLAN)
+    assert all(j.splits == (j.module in ("part3_fig3", "part3_points", "part3_fig4_grad")) for j in R.PLAN)
 
 
 def test_stop_running_ends_running_jobs_and_keeps_queued_ones_from_starting(tmp_path, monkeypatch):

@@ -155,6 +155,9 @@ PLAN: tuple[Job, ...] = (
         "Diana Fig. 3 centre", 190, splits=True),
     Job("part3_fig4_synthetic", "part3_fig4", SEEDS, "Diana Fig. 4 (smaller clients leak more; Income-A synthetic)",
         48),
+    # the gradient-based rows of Fig. 4, resumable seed by seed (about 40 min of one core per seed)
+    Job("part3_fig4_grad_synthetic", "part3_fig4_grad", SEEDS,
+        "Diana Fig. 4 with Grad and Grad-w-O (Income-A synthetic)", 120, splits=True),
 )
 """The paper-scale commands, in the order they run (cheap and central results first)."""
 
