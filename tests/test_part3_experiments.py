@@ -111,3 +111,21 @@ def test_fig4_grad_is_fig4_with_grad_seed_by_seed_and_resumes(tmp_path, monkeypa
     assert out["trend"] == whole["trend"] and out["points_record"]["points"] == 1
     monkeypatch.setattr(part3_fig4, "run", lambda *a, **k: pytest.fail("a finished seed ran again"))
     assert part3_fig4_grad.run_points_of([0])["trend"] == out["trend"]
+
+
+def test_fig4_method_rows_decide_grad_and_model_wo_and_the_large_clients():
+    from flprivacy.ledger.diana_aia import fig4_method_rows
+
+    def rec(rho, sizes=(100, 30_000), grad_acc=(70.0, 52.0)):
+        trend = {"level": -0.25, "clients": 51, "seeds": 1, "Model-w-O": {"rho": [rho], "mean_rho": rho},
+                 "active-50/Grad": {"rho": [rho], "mean_rho": rho}}
+        return {"name": "x", "scale": "paper", "data": {"trend": trend, "per_seed": [
+            {"per_client": {"sizes": list(sizes), "active-50/Grad": list(grad_acc)}}]}}
+
+    def statuses(r, g):
+        return [x.status for x in fig4_method_rows(r, g, "part3/sensitivity", "synthetic stand-in")]
+
+    assert statuses(rec(-0.3), rec(-0.3)) == ["reproduced", "reproduced", "reproduced"]  # 52% over 20,000 rows
+    assert statuses(rec(-0.2), rec(0.3, grad_acc=(70.0, 60.0))) == ["not reproduced"] * 3
+    assert statuses(rec(-0.3), rec(-0.3, sizes=(100, 20_000))) == ["reproduced", "reproduced", "not run"]  # none over
+    assert statuses(None, None) == ["not run"] * 3
