@@ -114,3 +114,28 @@ def test_run_point_computes_one_point_the_command_reuses(folder, monkeypatch):
     for bad in ("{not json", '{"a": 1}'):
         with pytest.raises(SystemExit, match="JSON list"):
             run_point.main(["demo", "c", "math:hypot", bad])
+
+
+def test_a_point_is_judged_from_its_own_function(tmp_path, monkeypatch):
+    """load_point gives the point's function as the run's entry: an edit to library code it cannot
+    reach keeps the point, an edit to code it calls runs it again."""
+    from flprivacy.experiments import fingerprint as FP
+
+    text = ("def helper(x):\n    return x + 1\n\n\ndef compute(x):\n    return helper(x)\n\n\n"
+            "def unused(x):\n    return x\n")
+    files = {"flprivacy/__init__.py": "", "flprivacy/pt.py": text}
+    for rel, t in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(t)
+    monkeypatch.setattr(P, "_src_root", lambda: tmp_path)
+    point = P.Point("a", "flprivacy.pt:compute", (1,))
+    rec = {"sources": {rel: FP._sha(tmp_path / rel) for rel in files},
+           "source_units": {rel: FP.source_units(t) for rel, t in files.items()},
+           "fn": point.fn, "args": point.recorded_args(), "scale": "quick", "data": 2}
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(rec))
+    assert P.load_point(path, point, "quick") == rec
+    (tmp_path / "flprivacy/pt.py").write_text(text.replace("return x\n", "return -x\n"))
+    assert P.load_point(path, point, "quick") == rec  # unused: the point never ran it
+    (tmp_path / "flprivacy/pt.py").write_text(text.replace("x + 1", "x + 2"))
+    assert P.load_point(path, point, "quick") is None  # helper: compute calls it

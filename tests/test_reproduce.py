@@ -466,7 +466,8 @@ def test_status_judges_a_new_record_by_its_units(tmp_path, monkeypatch):
     changed = {**units, "flprivacy/federation.py": fed.replace(f"run_fedavg={digest}", "run_fedavg=" + "0" * 12)}
     _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc", "sources": sources,
                                   "source_units": changed})
-    assert R.status(JOB) == (False, "flprivacy/federation.py:run_fedavg changed since the run")
+    current, why = R.status(JOB)  # reachable from Table 1's main (the reason may add how)
+    assert not current and why.startswith("flprivacy/federation.py:run_fedavg changed since the run")
     monkeypatch.setattr(E, "result_path", lambda name, scale_=None: tmp_path / "saved.json")
     saved = json.loads(E.save_result("x", {}, seeds=[0]).read_text())
     assert saved["source_units"]["flprivacy/federation.py"] == units["flprivacy/federation.py"]
@@ -524,6 +525,144 @@ def test_the_rule_on_a_copy_of_the_library(tmp_path):
     path.write_text("".join([*lines[:body.lineno - 1], " " * body.col_offset + "pass\n", *lines[body.lineno - 1:]]))
     assert FP.check_sources(sources, units, tmp_path) == (False, "flprivacy/optimum.py:tuned_local_models changed "
                                                                  "since the run")
+
+
+# ---- reachability: with the run's entries, a changed function the run cannot reach does not count -------------------
+CMD = '''from . import ledger
+from .m import f
+
+
+def main(name="x"):
+    table = {"judge": 1}
+    return f(1) + ledger.TABLE[0] + len(table)
+
+
+if __name__ == "__main__":
+    main()
+'''
+LEDGER = '''TABLE = (1, 2)
+
+
+def register(fn):
+    return fn
+
+
+def judge(x):
+    return x > 0
+
+
+def rows():
+    return [judge(v) for v in TABLE]
+'''
+M = "def f(x):\n    return 2 * x\n"
+ENTRY = [("flprivacy/cmd.py", "main")]
+
+
+def _reach(tmp_path, edits: dict[str, tuple[str, str]], entries=ENTRY, cmd=CMD, ledger=LEDGER):
+    """The verdict on a run of cmd.main once each file of ``edits`` had ``old`` replaced by ``new``."""
+    files = {"flprivacy/__init__.py": "", "flprivacy/cmd.py": cmd, "flprivacy/ledger.py": ledger, "flprivacy/m.py": M}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    sources = {rel: FP._sha(tmp_path / rel) for rel in files}
+    units = {rel: FP.source_units(text) for rel, text in files.items()}
+    for rel, (old, new) in edits.items():
+        assert files[rel].count(old) == 1, old
+        (tmp_path / rel).write_text(files[rel].replace(old, new))
+    return FP.check_sources(sources, units, tmp_path, entries)
+
+
+JUDGE = ("return x > 0", "return x >= 0")
+
+
+def test_a_changed_function_the_run_cannot_reach_keeps_it_current(tmp_path):
+    assert _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}) == (True, "")
+    assert _reach(tmp_path, {"flprivacy/ledger.py": ("for v in TABLE]", "for v in TABLE if v]")}) == (True, "")
+    # an added function nothing reachable names, beside the change
+    assert _reach(tmp_path, {"flprivacy/ledger.py": ("def rows():", "def extra():\n    return 3\n\n\ndef rows():")}) \
+        == (True, "")
+    # without entries, every recorded unit counts (the rule of the records written before)
+    assert _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, entries=None) == (
+        False, "flprivacy/ledger.py:judge changed since the run")
+
+
+REACHED = {
+    "called through an import": ({"flprivacy/m.py": ("2 * x", "3 * x")}, "flprivacy/m.py:f changed"),
+    "the entry itself": ({"flprivacy/cmd.py": ('{"judge": 1}', '{"judge": 2}')}, "flprivacy/cmd.py:main changed"),
+    "a constant (run at import)": ({"flprivacy/ledger.py": ("(1, 2)", "(1, 3)")}, "flprivacy/ledger.py:TABLE changed"),
+    "a point's function": ({"flprivacy/ledger.py": JUDGE}, "flprivacy/ledger.py:judge changed"),
+}
+
+
+@pytest.mark.parametrize("case", list(REACHED))
+def test_a_changed_unit_the_run_can_reach_makes_it_stale(tmp_path, case):
+    edits, why = REACHED[case]
+    entries = [("flprivacy/ledger.py", "judge")] if case == "a point's function" else ENTRY
+    current, reason = _reach(tmp_path, edits, entries)
+    assert not current and why in reason, (case, reason)
+
+
+def test_what_reaches_a_unit_without_being_an_edit(tmp_path):
+    """Code the run executes names the edited function: by attribute, by a constant name it looks
+    up, by any string when a looked-up name is computed, by registering it at import, or by
+    listing the namespace; a string alone (a dict key) does not."""
+    reach = [("ledger.TABLE[0]", "ledger.judge(1)"), ("len(table)", 'len(table) + getattr(ledger, "judge")(1)'),
+             ("len(table)", "len(table) + bool(getattr(ledger, name, None))"), ("len(table)", "len(vars(ledger))")]
+    for old, new in reach:
+        cmd = CMD.replace(old, new)
+        current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=cmd)
+        assert not current and "flprivacy/ledger.py:judge changed" in why, (new, why)
+    registered = LEDGER.replace("def judge", "@register\ndef judge")
+    assert not _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, ledger=registered)[0]
+    looked_up_by_loop = CMD.replace("len(table)", 'len(table) + sum(hasattr(ledger, k) for k in ("TABLE", "register"))')
+    assert _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=looked_up_by_loop) == (True, "")
+    assert not _reach(tmp_path, {"flprivacy/ledger.py": ("x > 0", "x > 1")}, cmd=looked_up_by_loop.replace(
+        '("TABLE", "register")', '("TABLE", "judge")'))[0]
+
+
+def test_an_added_unit_the_run_reaches_or_a_changed_import_makes_it_stale(tmp_path):
+    shadow = {"flprivacy/cmd.py": ("def main(", "def len(x):\n    return 0\n\n\ndef main(")}
+    current, why = _reach(tmp_path, shadow)
+    assert not current and "flprivacy/cmd.py:len added since the run" in why
+    current, why = _reach(tmp_path, {"flprivacy/cmd.py": ("from .m import f", "from .ledger import judge as f")})
+    assert not current and "flprivacy/cmd.py:f changed" in why
+    # a constant the run computed by a call at import, now a plain value nothing names: the call no longer runs
+    drawn = LEDGER.replace("TABLE = (1, 2)", "TABLE = (1, 2)\nSEED = register(0)")
+    current, why = _reach(tmp_path, {"flprivacy/ledger.py": ("SEED = register(0)", "SEED = 0")}, ledger=drawn)
+    assert not current and "flprivacy/ledger.py:SEED changed" in why
+
+
+def test_the_ledger_can_change_without_staling_part_iii(tmp_path):
+    """On real code: Table 1's run imported the ledger for the paper's numbers only, so an edit to
+    how the ledger judges Fig. 3 leaves it current; an edit to the pipeline it ran does not."""
+    import ast
+    import shutil
+    from pathlib import Path
+
+    from flprivacy.experiments import results_dir
+
+    src = Path(FP.__file__).resolve().parents[2]
+    shutil.copytree(src / "flprivacy", tmp_path / "flprivacy", ignore=shutil.ignore_patterns("__pycache__"))
+    recorded = json.loads((results_dir() / "part3_table1_medical.json").read_text())["sources"]
+    own = "flprivacy/experiments/part3_table1.py"
+    files = [rel for rel in recorded if (tmp_path / rel).is_file()] + [own]
+    sources = {rel: FP._sha(tmp_path / rel) for rel in files}
+    units = {rel: FP.source_units((tmp_path / rel).read_bytes()) for rel in files}
+
+    def edit(rel, name):
+        path = tmp_path / rel
+        text = path.read_text()
+        fn = next(n for n in ast.parse(text).body if getattr(n, "name", "") == name)
+        lines = text.splitlines(keepends=True)
+        body = fn.body[1]
+        path.write_text("".join([*lines[:body.lineno - 1], " " * body.col_offset + "pass\n", *lines[body.lineno - 1:]]))
+
+    edit("flprivacy/ledger/diana_aia.py", "_fig3_rows")
+    assert FP.check_sources(sources, units, tmp_path, [(own, "main")]) == (True, "")
+    assert not FP.check_sources(sources, units, tmp_path)[0]  # without the entry, as before
+    edit("flprivacy/experiments/part3_pipeline.py", "run_pipeline")
+    current, why = FP.check_sources(sources, units, tmp_path, [(own, "main")])
+    assert not current and why.startswith("flprivacy/experiments/part3_pipeline.py:run_pipeline changed")
 
 
 def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monkeypatch):

@@ -14,9 +14,31 @@ EXP = "src/flprivacy/experiments/__init__.py"
 REP = "src/flprivacy/experiments/reproduce.py"
 
 TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_reproduce.py"]
+         "tests/test_reproduce.py", "tests/test_points.py"]
+PTS = "src/flprivacy/experiments/points.py"
 
 MUTANTS = [
+    Mutant("reached_change_ignored", FP, "        if (rel, name) in reach:\n            return False, f\"{why}, and",
+           "        if False:\n            return False, f\"{why}, and",
+           "a changed function the run calls keeps the file current once entries are given"),
+    Mutant("reach_without_own_globals", FP, "            todo += [(rel, n) for n in own if n in files[rel][0]]\n",
+           "", "a function reached only by its name in the same file (or an imported name) is never reached"),
+    Mutant("looked_up_names_ignored", FP,
+           "            for n in names | (strings if every_string else lookups or frozenset()):",
+           "            for n in names:", "getattr(module, \"name\") does not reach the unit it names"),
+    Mutant("computed_lookups_ignored", FP, "            if lookups is None and not every_string:",
+           "            if False:", "getattr(module, name) with a computed name does not make every string count"),
+    Mutant("import_time_roots_dropped", FP,
+           "        starts += [(rel, u) for u, nodes in units.items() if u == MODULE or not _inert(nodes, rel, files, root, lazy)]",
+           "        pass", "a function registered by a decorator at import is reached only if something names it"),
+    Mutant("changed_constants_by_reach", FP,
+           "                elif entries is None or name not in cur or not all(",
+           "                elif entries is None or name not in cur or all(",
+           "a constant once computed by a call at import, now plain and unnamed, keeps the file current"),
+    Mutant("listing_ignored_in_reach", FP, "            if lists:\n                return None\n", "",
+           "vars(module) in the run's code does not make every unit reachable"),
+    Mutant("point_judged_without_entry", PTS, "[(own, name)] if units is not None else None", "None",
+           "a point goes stale on any edit to a file its process imported, even code it never ran"),
     Mutant("removed_units_ignored", FP, "if name not in cur or _digest(cur[name]) != digest:",
            "if name in cur and _digest(cur[name]) != digest:", "a removed function or import keeps the file current"),
     Mutant("nested_docstrings_kept", FP, "    for node in ast.walk(tree):\n        for field in",
@@ -64,8 +86,8 @@ MUTANTS = [
     Mutant("fingerprint_read_at_save", EXP, "@functools.lru_cache(maxsize=None)  # a run fingerprints",
            "# a run fingerprints", "the units are read again at the save: an edit made during a run is recorded"),
     Mutant("status_ignores_units", REP,
-           'same, changed = sources_unchanged(sources, units)',
-           'same, changed = sources_unchanged(sources, None)',
+           'same, changed = sources_unchanged(sources, units, [(own, "main")] if units is not None else None)',
+           'same, changed = sources_unchanged(sources, None, [(own, "main")] if units is not None else None)',
            "new records are judged by whole files: every docstring edit makes them stale"),
     Mutant("own_module_ignored", REP, "if own not in sources:  # run as __main__",
            "if False:  # run as __main__",

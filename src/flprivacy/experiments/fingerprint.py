@@ -23,6 +23,20 @@ comments or layout. ``python -m flprivacy.experiments.reproduce`` calls the resu
   ``dir``, ``globals``, ``locals``, ``getmembers`` or ``__dict__``), so nothing the run executed
   can reach it.
 
+Given the run's *entries* (the function a command or a point started from), a changed function
+or class is tolerated too when the run could not have executed it (:func:`reachable_units`): no code
+the run could execute names it. That code is every unit whose statements run at import (the
+``"<module>"`` units, which hold ``if __name__ == "__main__": main()``, constants computed by a
+call, decorated or registering definitions) and, transitively, every unit such code names: a
+global or builtin name of its own file, or, in any recorded file, an attribute, an imported name
+or a name in an annotation spelled like the unit, and a string only where the code looks a name
+up at run time (``getattr``, ``hasattr``, ``import_module`` ...): the constant names it looks up,
+or every string of the run's code when a looked-up name is computed. Code that lists a namespace
+makes everything reachable. So an edit to how the ledger judges Fig. 4 leaves current the Part
+III files whose runs imported the ledger only for the paper's tables. A changed assignment,
+import or top-level statement always makes the file stale (its import-time effect may differ),
+as does a changed unit the run can reach; an added unit is judged the same way.
+
 Everything that is not a top-level definition, import or assignment to plain names (``if``
 and ``try`` blocks, calls, assignments to attributes or items, ``del``, star imports) is one
 unit, ``"<module>"``, kept in order; ``__all__`` is its own unit, and a change to it is ignored
@@ -32,8 +46,10 @@ do records written before units were recorded (their ``sources`` alone).
 
 What the rule cannot see: a name looked up by a string built at run time (``getattr(m, f"x_{k}",
 default)``), code that reads docstrings (``__doc__``) to compute numbers, a base class that
-registers its subclasses (``__init_subclass__``), and the order in which modules are first
-imported. In the library the only look-up by a run-time string is ``flower_deploy``'s
+registers its subclasses (``__init_subclass__``), the order in which modules are first
+imported, and, under the reachability rule below, an object of a class created other than by
+naming the class (unpickling by a stored class path) or a function edited from a decorator or
+default that ran code at import to one that does not. In the library the only look-up by a run-time string is ``flower_deploy``'s
 ``getattr(flprivacy, name)`` of the function a message names; no code computes a number from a
 docstring or registers subclasses. Hashes are of the
 syntax tree of the Python that runs the check: under another Python version every unit may
@@ -371,7 +387,7 @@ def _sha(path: Path) -> str:
 
 
 def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
-                  root: str | Path) -> tuple[bool, str]:
+                  root: str | Path, entries: Iterable[tuple[str, str]] | None = None) -> tuple[bool, str]:
     """``(current, why)``: is the library code a run recorded still the code under ``root``?
 
     Args:
@@ -380,6 +396,10 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
             written before units were recorded; a file without units is judged by its ``sources`` hash.
             Everything else about the rule is in the module docstring.
         root: the directory that holds the ``flprivacy`` package (``src``).
+        entries: the functions the run started from, ``(file, name)`` (a command's ``main``, a
+            point's function); given, a changed function or class, or an added unit, that the run
+            could not reach from them (:func:`reachable_units`) leaves the record current. None: every
+            recorded unit counts, and an added unit must be unreferenced.
 
     Returns:
         ``(True, "")``, or ``(False, reason)`` naming the first file and unit that changed, e.g.
@@ -389,7 +409,7 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
     units = units or {}
     if not isinstance(units, Mapping):
         raise TypeError(f"units: expected a dict of per-file unit dicts or None, got {type(units).__name__}")
-    parsed, added, exports = {}, [], []
+    parsed, added, exports, changed, opaque = {}, [], [], [], []
     for rel, sha in sources.items():
         path = root / rel
         if not path.is_file():
@@ -404,6 +424,8 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
         if recorded is None:
             if info is not None:
                 parsed[rel] = (info, set(info[0]))  # unchanged file: all of it is the run's code
+            else:
+                opaque.append(rel)  # unchanged, but its code cannot be read for reachability
             continue
         if info is None:
             return False, f"{rel} changed since the run (it no longer parses)"
@@ -412,14 +434,20 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
         for name, digest in recorded.items():
             if name not in cur or _digest(cur[name]) != digest:
                 why = f"{rel}:{name} {'removed' if name not in cur else 'changed'} since the run"
-                if name != "__all__":
+                if name == "__all__":
+                    exports.append(why)  # matters only to a star import or a reader of __all__ (below)
+                elif entries is None or name not in cur or not all(
+                        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in cur[name]):
                     return False, why
-                exports.append(why)  # matters only to a star import or a reader of __all__ (below)
+                else:  # a function or class: stale only if the run can reach it (below)
+                    changed.append((rel, name, why))
         if not _is_subsequence(recorded_order, order):
             return False, f"{rel}: top-level statements reordered since the run"
         parsed[rel] = (info, {name for name in recorded if name in cur and f"{rel}:{name} changed since the run"
                               not in exports})  # the recorded code still there (less a changed __all__)
         added += [(rel, name) for name in cur if name not in recorded]
+    if entries is not None and (changed or added):
+        return _judge_by_reach(parsed, added, exports, changed, opaque, [tuple(e) for e in entries], root)
     if not added and not exports:
         return True, ""
     reads_all = any(_reads_all(info[0], keep) for info, keep in parsed.values())
@@ -456,3 +484,164 @@ def _reads_all(units: Mapping[str, list[ast.AST]], keep: Iterable[str]) -> bool:
                 if isinstance(n, ast.Attribute) and n.attr == "__all__":
                     return True
     return False
+
+
+#: Calls that look an attribute or a module up by a name given at run time.
+DYNAMIC_LOOKUPS = frozenset({"getattr", "hasattr", "setattr", "delattr", "attrgetter", "methodcaller",
+                             "import_module", "__import__"})
+
+
+def _constant_strings(node: ast.AST | None) -> set[str] | None:
+    """The strings an expression can only be (a string constant, or a tuple, list or set of them),
+    else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+        parts = [_constant_strings(e) for e in node.elts]
+        return None if any(p is None for p in parts) else set().union(*parts)
+    return None
+
+
+def _looked_up(nodes: list[ast.AST]) -> set[str] | None:
+    """The names this code's dynamic look-ups (:data:`DYNAMIC_LOOKUPS`) can use: constant names, and
+    variables bound only to constants or looping over a constant tuple; None when a name is
+    computed or passed in (any string may then be looked up)."""
+    out: set[str] = set()
+    for node in nodes:
+        bound: dict[str, set[str] | None] = {}  # a variable's possible strings; None: computed
+        for n in ast.walk(node):
+            pairs = ([(n.target, n.iter)] if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)) else
+                     [(t, n.value) for t in n.targets] if isinstance(n, ast.Assign) else
+                     [(n.target, n.value)] if isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) else [])
+            for target, value in pairs:
+                now = _constant_strings(value) if isinstance(target, ast.Name) else None
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name):
+                        before = bound.get(t.id, set())
+                        bound[t.id] = None if now is None or before is None else before | now
+            if isinstance(n, ast.arguments):
+                for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, n.vararg, n.kwarg):
+                    if a is not None:
+                        bound[a.arg] = None  # a parameter: any string
+        for n in ast.walk(node):
+            if not isinstance(n, ast.Call):
+                continue
+            fn = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else None
+            if fn not in DYNAMIC_LOOKUPS:
+                continue
+            k = 1 if fn in ("getattr", "hasattr", "setattr", "delattr") else 0
+            args = n.args[:k + 1]
+            arg = args[k] if len(args) > k and not any(isinstance(a, ast.Starred) for a in args) else None
+            names = _constant_strings(arg)
+            if names is None and isinstance(arg, ast.Name):
+                names = bound.get(arg.id)
+            if names is None:
+                return None
+            out |= names
+    return out
+
+
+def _names_not_strings(nodes: list[ast.AST]) -> set[str]:
+    """The attribute, imported and annotation names of this code: :func:`_mentions` without its
+    strings and its namespace listings."""
+    out: set[str] = set()
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Attribute):
+                out.add(n.attr)
+            elif isinstance(n, ast.alias):
+                out.add(n.name.split(".")[-1])
+            annotations = ([n.annotation] if isinstance(n, (ast.arg, ast.AnnAssign)) else
+                           [n.returns] if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) else [])
+            out.update(x.id for a in annotations if a is not None for x in ast.walk(a) if isinstance(x, ast.Name))
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
+                                                         frozenset[str] | None, bool]]:
+    """Per unit of a file (of content ``sha``): the global and builtin names its code looks up, the
+    names it may reach another file's unit by (:func:`_names_not_strings`), its identifier-like
+    strings, the names its dynamic look-ups use (None: computed) and whether it lists a namespace;
+    cached by content, since a plan checks many records that imported the same files."""
+    out = {}
+    for name, nodes in _parsed(path, sha)[0].items():
+        strings = {n.value for node in nodes for n in ast.walk(node)
+                   if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
+        lookups = _looked_up(nodes)
+        out[name] = (frozenset(_global_names(nodes)), frozenset(_names_not_strings(nodes)), frozenset(strings),
+                     None if lookups is None else frozenset(lookups), ENUMERATES in _mentions(nodes))
+    return out
+
+
+def reachable_units(files: Mapping[str, tuple[dict[str, list[ast.AST]], bool]], entries: Iterable[tuple[str, str]],
+              root: str | Path) -> set[tuple[str, str]] | None:
+    """The units ``(file, name)`` a run could have executed: its ``entries``, every unit that runs
+    code at import (not :func:`_inert`: the ``"<module>"`` units among them), and every unit that
+    such code names, transitively (the module docstring says how a name reaches a unit); None when
+    that code lists a namespace (then everything is reachable).
+
+    Args:
+        files: per recorded library file (``"flprivacy/<path>.py"``), its units as today (the
+            nodes of :func:`_units`) and whether it has ``from __future__ import annotations``.
+        entries: ``(file, name)`` of the functions the run started from.
+        root: the directory that holds the ``flprivacy`` package.
+    """
+    root = Path(root)
+    binders: dict[str, list[str]] = {}
+    for rel, (units, _) in files.items():
+        for u in units:
+            binders.setdefault(u, []).append(rel)
+    refs = {rel: _references(str(root / rel), _sha(root / rel)) for rel in files}
+    starts = list(entries)
+    for rel, (units, lazy) in files.items():
+        starts += [(rel, u) for u, nodes in units.items() if u == MODULE or not _inert(nodes, rel, files, root, lazy)]
+    every_string = False
+    while True:
+        seen: set[tuple[str, str]] = set()
+        todo = list(starts)
+        while todo:
+            rel, u = todo.pop()
+            if (rel, u) in seen or rel not in files or u not in files[rel][0]:
+                continue
+            seen.add((rel, u))
+            own, names, strings, lookups, lists = refs[rel][u]
+            if lists:
+                return None
+            if lookups is None and not every_string:
+                break  # a computed look-up: any string of the run's code may name a unit; start again so
+            todo += [(rel, n) for n in own if n in files[rel][0]]
+            for n in names | (strings if every_string else lookups or frozenset()):
+                todo += [(g, n) for g in binders.get(n, ())]
+        else:
+            return seen
+        every_string = True
+
+
+def _judge_by_reach(parsed: dict, added: list[tuple[str, str]], exports: list[str],
+                    changed: list[tuple[str, str, str]], opaque: list[str], entries: list[tuple[str, str]],
+                    root: Path) -> tuple[bool, str]:
+    """:func:`check_sources`' verdict for a run with entries and changed or added units: stale when
+    the run can reach one of them (:func:`reachable_units`), a changed ``__all__`` or an added name
+    matters to a star import, or an added name is a dunder Python itself reads."""
+    first = changed[0][2] if changed else f"{added[0][0]}:{added[0][1]} added since the run"
+    if opaque:  # a recorded file that does not parse: its code may name anything
+        return False, f"{first}, and {opaque[0]} cannot be read for what the run reaches"
+    reads_all = any(_reads_all(info[0], keep) for info, keep in parsed.values())
+    if exports and reads_all:
+        return False, exports[0]
+    for rel, name in added:
+        if reads_all and name != "__all__":
+            return False, f"{rel}:{name} added since the run, and a recorded file star-imports or reads __all__"
+        if name.startswith("__") and name.endswith("__") and name != "__all__":
+            return False, f"{rel}:{name} added since the run (a module attribute Python itself reads)"
+    reach = reachable_units({rel: (info[0], info[2]) for rel, (info, _) in parsed.items()}, entries, root)
+    if reach is None:
+        return False, f"{first}, and the run's code lists a namespace (vars, dir, ...)"
+    for rel, name, why in changed:
+        if (rel, name) in reach:
+            return False, f"{why}, and the run can reach it"
+    for rel, name in added:
+        if name != "__all__" and (rel, name) in reach:
+            return False, f"{rel}:{name} added since the run, and the run can reach it"
+    return True, ""

@@ -98,7 +98,10 @@ def load_point(path: Path, point: Point, scale_: str) -> dict[str, Any] | None:
     if rec.get("fn") != point.fn or rec.get("args") != point.recorded_args() or rec.get("scale") != scale_:
         return None
     units = rec.get("source_units") if isinstance(rec.get("source_units"), dict) else None
-    same, _ = check_sources(rec["sources"], units, _src_root())
+    module, _, name = point.fn.partition(":")
+    own = module.replace(".", "/")
+    own = f"{own}.py" if f"{own}.py" in rec["sources"] else f"{own}/__init__.py"
+    same, _ = check_sources(rec["sources"], units, _src_root(), [(own, name)] if units is not None else None)
     return rec if same else None
 
 

@@ -205,18 +205,19 @@ def module_at_commit(commit: str, rel: str) -> tuple[str, str | None] | None:
     return hashlib.sha256(proc.stdout).hexdigest()[:16], source_units(proc.stdout)
 
 
-def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] | None = None
-                      ) -> tuple[bool, str]:
+def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] | None = None,
+                      entries: list[tuple[str, str]] | None = None) -> tuple[bool, str]:
     """``(unchanged, what changed)``: is the library code a run imported (its record's ``sources``
     and ``source_units``, :func:`flprivacy.experiments.library_sources`) still the code of the
     working tree? A file with recorded units is compared unit by unit (``check_sources`` of
     ``flprivacy.experiments.fingerprint``), e.g. ``"flprivacy/optimum.py:tuned_local_models
     changed since the run"``; a file without (a record written before units were recorded, or a
     file that did not parse) by its whole-file hash, e.g. ``"flprivacy/optimum.py changed since the
-    run"``."""
+    run"``. With ``entries`` (the command's ``main``), a changed function the run cannot reach
+    from them does not count (``fingerprint.reachable_units``)."""
     from .fingerprint import check_sources
 
-    return check_sources(sources, units, Path(__file__).resolve().parents[2])
+    return check_sources(sources, units, Path(__file__).resolve().parents[2], entries)
 
 
 def _split_jobs(command: str) -> tuple[list[str], int]:
@@ -264,7 +265,7 @@ def status(job: Job) -> tuple[bool, str]:
             sources[own] = at_commit[0]
             if units is not None and at_commit[1] is not None:
                 units[own] = at_commit[1]
-        same, changed = sources_unchanged(sources, units)
+        same, changed = sources_unchanged(sources, units, [(own, "main")] if units is not None else None)
         return (True, "current") if same else (False, changed)
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
