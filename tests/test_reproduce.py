@@ -620,6 +620,17 @@ def test_what_reaches_a_unit_without_being_an_edit(tmp_path):
         '("TABLE", "register")', '("TABLE", "judge")'))[0]
 
 
+def test_a_main_block_runs_only_in_the_commands_own_file(tmp_path):
+    """``if __name__ == "__main__":`` runs when the file is the command, not when a point's process
+    imports it: main's code counts for the command only."""
+    f_edit = {"flprivacy/m.py": ("2 * x", "3 * x")}
+    guard = [("flprivacy/cmd.py", FP.MAIN_GUARD)]
+    assert not _reach(tmp_path, f_edit, entries=guard)[0]  # the block calls main, which calls f
+    assert _reach(tmp_path, f_edit, entries=[("flprivacy/ledger.py", "rows")]) == (True, "")  # a point in ledger
+    assert not _reach(tmp_path, f_edit, entries=[("flprivacy/ledger.py", "rows")],
+                      cmd=CMD.replace("\nif __name__", "\nmain()\nif __name__"))[0]  # a call at import does run
+
+
 def test_an_added_unit_the_run_reaches_or_a_changed_import_makes_it_stale(tmp_path):
     shadow = {"flprivacy/cmd.py": ("def main(", "def len(x):\n    return 0\n\n\ndef main(")}
     current, why = _reach(tmp_path, shadow)

@@ -35,6 +35,12 @@ MUTANTS = [
            "                elif entries is None or name not in cur or not all(",
            "                elif entries is None or name not in cur or all(",
            "a constant once computed by a call at import, now plain and unnamed, keeps the file current"),
+    Mutant("main_guard_a_root", FP, "        units[MODULE] = [n for n in units[MODULE] if not _is_main_guard(n)]\n", "",
+           "a module's __main__ block counts as run wherever the module is imported: a point goes stale on "
+           "an edit to the command's main it never ran"),
+    Mutant("main_guard_not_an_entry", REP, 'entries = [(own, "main"), (own, MAIN_GUARD)] if units',
+           'entries = [(own, "main")] if units', "the command's __main__ block is not judged (a command whose "
+                                                  "block calls more than main)"),
     Mutant("listing_ignored_in_reach", FP, "            if lists:\n                return None\n", "",
            "vars(module) in the run's code does not make every unit reachable"),
     Mutant("point_judged_without_entry", PTS, "[(own, name)] if units is not None else None", "None",
@@ -86,8 +92,8 @@ MUTANTS = [
     Mutant("fingerprint_read_at_save", EXP, "@functools.lru_cache(maxsize=None)  # a run fingerprints",
            "# a run fingerprints", "the units are read again at the save: an edit made during a run is recorded"),
     Mutant("status_ignores_units", REP,
-           'same, changed = sources_unchanged(sources, units, [(own, "main")] if units is not None else None)',
-           'same, changed = sources_unchanged(sources, None, [(own, "main")] if units is not None else None)',
+           'same, changed = sources_unchanged(sources, units, entries)',
+           'same, changed = sources_unchanged(sources, None, entries)',
            "new records are judged by whole files: every docstring edit makes them stale"),
     Mutant("own_module_ignored", REP, "if own not in sources:  # run as __main__",
            "if False:  # run as __main__",

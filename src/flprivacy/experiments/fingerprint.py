@@ -557,6 +557,18 @@ def _names_not_strings(nodes: list[ast.AST]) -> set[str]:
     return out
 
 
+MAIN_GUARD = "<__main__>"
+"""The pseudo-unit of a file's ``if __name__ == "__main__":`` blocks: code that runs only when the
+file is the command itself, so an entry of the command's own file only (``(own, MAIN_GUARD)``)."""
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    t = node.test if isinstance(node, ast.If) else None
+    return (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__"
+            and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) and len(t.comparators) == 1
+            and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__")
+
+
 @functools.lru_cache(maxsize=512)
 def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
                                                          frozenset[str] | None, bool]]:
@@ -565,7 +577,11 @@ def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozense
     strings, the names its dynamic look-ups use (None: computed) and whether it lists a namespace;
     cached by content, since a plan checks many records that imported the same files."""
     out = {}
-    for name, nodes in _parsed(path, sha)[0].items():
+    units = dict(_parsed(path, sha)[0])
+    if MODULE in units:  # ``if __name__ == "__main__":`` runs only in the command's own module
+        units[MAIN_GUARD] = [n for n in units[MODULE] if _is_main_guard(n)]
+        units[MODULE] = [n for n in units[MODULE] if not _is_main_guard(n)]
+    for name, nodes in units.items():
         strings = {n.value for node in nodes for n in ast.walk(node)
                    if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
         lookups = _looked_up(nodes)
@@ -577,14 +593,16 @@ def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozense
 def reachable_units(files: Mapping[str, tuple[dict[str, list[ast.AST]], bool]], entries: Iterable[tuple[str, str]],
               root: str | Path) -> set[tuple[str, str]] | None:
     """The units ``(file, name)`` a run could have executed: its ``entries``, every unit that runs
-    code at import (not :func:`_inert`: the ``"<module>"`` units among them), and every unit that
-    such code names, transitively (the module docstring says how a name reaches a unit); None when
-    that code lists a namespace (then everything is reachable).
+    code at import (not :func:`_inert`: the ``"<module>"`` units among them, less their ``if
+    __name__ == "__main__":`` blocks, :data:`MAIN_GUARD`), and every unit that such code names,
+    transitively (the module docstring says how a name reaches a unit); None when that code lists
+    a namespace (then everything is reachable).
 
     Args:
         files: per recorded library file (``"flprivacy/<path>.py"``), its units as today (the
             nodes of :func:`_units`) and whether it has ``from __future__ import annotations``.
-        entries: ``(file, name)`` of the functions the run started from.
+        entries: ``(file, name)`` of the functions the run started from; ``(file, MAIN_GUARD)``
+            for the ``__main__`` block of a command's own file.
         root: the directory that holds the ``flprivacy`` package.
     """
     root = Path(root)
@@ -602,7 +620,7 @@ def reachable_units(files: Mapping[str, tuple[dict[str, list[ast.AST]], bool]], 
         todo = list(starts)
         while todo:
             rel, u = todo.pop()
-            if (rel, u) in seen or rel not in files or u not in files[rel][0]:
+            if (rel, u) in seen or rel not in files or u not in refs[rel]:
                 continue
             seen.add((rel, u))
             own, names, strings, lookups, lists = refs[rel][u]
