@@ -612,6 +612,10 @@ def test_what_reaches_a_unit_without_being_an_edit(tmp_path):
         cmd = CMD.replace(old, new)
         current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=cmd)
         assert not current and "flprivacy/ledger.py:judge changed" in why, (new, why)
+    by_path = CMD.replace("len(table)", 'len(table) + bool(getattr(ledger, POINT.split(":")[1], None))').replace(
+        "def main(", 'POINT = "flprivacy.ledger:judge"\n\n\ndef main(')
+    current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=by_path)  # a point's function, by its path
+    assert not current and "flprivacy/ledger.py:judge changed" in why
     registered = LEDGER.replace("def judge", "@register\ndef judge")
     assert not _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, ledger=registered)[0]
     looked_up_by_loop = CMD.replace("len(table)", 'len(table) + sum(hasattr(ledger, k) for k in ("TABLE", "register"))')

@@ -41,6 +41,9 @@ MUTANTS = [
     Mutant("main_guard_not_an_entry", REP, 'entries = [(own, "main"), (own, MAIN_GUARD)] if units',
            'entries = [(own, "main")] if units', "the command's __main__ block is not judged (a command whose "
                                                   "block calls more than main)"),
+    Mutant("strings_whole_only", FP, "for w in _IDENTIFIER.findall(n.value)}",
+           "for w in ([n.value] if n.value.isidentifier() else [])}",
+           "a point's function named by its \"package.module:function\" path is not reached"),
     Mutant("listing_ignored_in_reach", FP, "            if lists:\n                return None\n", "",
            "vars(module) in the run's code does not make every unit reachable"),
     Mutant("point_judged_without_entry", PTS, "[(own, name)] if units is not None else None", "None",

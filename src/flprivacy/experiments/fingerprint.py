@@ -31,7 +31,8 @@ call, decorated or registering definitions) and, transitively, every unit such c
 global or builtin name of its own file, or, in any recorded file, an attribute, an imported name
 or a name in an annotation spelled like the unit, and a string only where the code looks a name
 up at run time (``getattr``, ``hasattr``, ``import_module`` ...): the constant names it looks up,
-or every string of the run's code when a looked-up name is computed. Code that lists a namespace
+or every identifier in the strings of the run's code when a looked-up name is computed (a
+point's ``"package.module:function"`` among them). Code that lists a namespace
 makes everything reachable. So an edit to how the ledger judges Fig. 4 leaves current the Part
 III files whose runs imported the ledger only for the paper's tables. A changed assignment,
 import or top-level statement always makes the file stale (its import-time effect may differ),
@@ -61,6 +62,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
 import symtable
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -557,6 +559,8 @@ def _names_not_strings(nodes: list[ast.AST]) -> set[str]:
     return out
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 MAIN_GUARD = "<__main__>"
 """The pseudo-unit of a file's ``if __name__ == "__main__":`` blocks: code that runs only when the
 file is the command itself, so an entry of the command's own file only (``(own, MAIN_GUARD)``)."""
@@ -573,7 +577,7 @@ def _is_main_guard(node: ast.AST) -> bool:
 def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
                                                          frozenset[str] | None, bool]]:
     """Per unit of a file (of content ``sha``): the global and builtin names its code looks up, the
-    names it may reach another file's unit by (:func:`_names_not_strings`), its identifier-like
+    names it may reach another file's unit by (:func:`_names_not_strings`), the identifiers in its
     strings, the names its dynamic look-ups use (None: computed) and whether it lists a namespace;
     cached by content, since a plan checks many records that imported the same files."""
     out = {}
@@ -582,8 +586,9 @@ def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozense
         units[MAIN_GUARD] = [n for n in units[MODULE] if _is_main_guard(n)]
         units[MODULE] = [n for n in units[MODULE] if not _is_main_guard(n)]
     for name, nodes in units.items():
-        strings = {n.value for node in nodes for n in ast.walk(node)
-                   if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
+        # every identifier inside a string: "package.module:function" names a function to a look-up
+        strings = {w for node in nodes for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                   for w in _IDENTIFIER.findall(n.value)}
         lookups = _looked_up(nodes)
         out[name] = (frozenset(_global_names(nodes)), frozenset(_names_not_strings(nodes)), frozenset(strings),
                      None if lookups is None else frozenset(lookups), ENUMERATES in _mentions(nodes))
