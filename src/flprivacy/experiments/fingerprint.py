@@ -651,7 +651,7 @@ def _judge_by_reach(parsed: dict, added: list[tuple[str, str]], exports: list[st
     if opaque:  # a recorded file that does not parse: its code may name anything
         return False, f"{first}, and {opaque[0]} cannot be read for what the run reaches"
     reads_all = any(_reads_all(info[0], keep) for info, keep in parsed.values())
-    if exports and reads_all:
+    if reads_all and exports:
         return False, exports[0]
     for rel, name in added:
         if reads_all and name != "__all__":
