@@ -613,7 +613,7 @@ def test_what_reaches_a_unit_without_being_an_edit(tmp_path):
         current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=cmd)
         assert not current and "flprivacy/ledger.py:judge changed" in why, (new, why)
     by_path = CMD.replace("len(table)", 'len(table) + bool(getattr(ledger, POINT.split(":")[1], None))').replace(
-        "def main(", 'POINT = "flprivacy.ledger:judge"\n\n\ndef main(')
+        "def main(", 'POINT = "flprivacy.ledger:judge"\n\n\ndef main(').replace('"judge": 1', '"other": 1')
     current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=by_path)  # a point's function, by its path
     assert not current and "flprivacy/ledger.py:judge changed" in why
     registered = LEDGER.replace("def judge", "@register\ndef judge")
@@ -706,6 +706,11 @@ def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monke
     monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (
         "0" * 16, line.replace(f"PAPER_SETTINGS={digest}", "PAPER_SETTINGS=" + "0" * 12)))
     assert R.status(JOB) == (False, f"{own}:PAPER_SETTINGS changed since the run")
+    main = FP.decode_units(line)[0]["main"]  # the function its __main__ block calls
+    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (
+        "0" * 16, line.replace(f"main={main}", "main=" + "0" * 12)))
+    current, why = R.status(JOB)
+    assert not current and why.startswith(f"{own}:main changed since the run")
     monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: None)
     current, why = R.status(JOB)
     assert not current and own in why and "not in the record" in why

@@ -265,9 +265,9 @@ def status(job: Job) -> tuple[bool, str]:
             sources[own] = at_commit[0]
             if units is not None and at_commit[1] is not None:
                 units[own] = at_commit[1]
-        from .fingerprint import MAIN_GUARD  # the own module's ``if __name__ == "__main__":`` block
+        from .fingerprint import MAIN_GUARD  # the own module's ``if __name__ == "__main__":`` block, what it ran
 
-        entries = [(own, "main"), (own, MAIN_GUARD)] if units is not None else None
+        entries = [(own, MAIN_GUARD)] if units is not None else None
         same, changed = sources_unchanged(sources, units, entries)
         return (True, "current") if same else (False, changed)
     if not library_unchanged_since(str(record.get("commit") or "")):
