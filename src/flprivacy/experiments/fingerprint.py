@@ -24,8 +24,8 @@ comments or layout. ``python -m flprivacy.experiments.reproduce`` calls the resu
   can reach it.
 
 Given the run's *entries* (the function a command or a point started from), a changed function
-or class is tolerated too when the run could not have executed it (:func:`reachable_units`): no code
-the run could execute names it. That code is every unit whose statements run at import (the
+or class is tolerated too when the run could not have executed it (:func:`reachable_units`): no
+code the run could execute names it. That code is every unit whose statements run at import (the
 ``"<module>"`` units, which hold ``if __name__ == "__main__": main()``, constants computed by a
 call, decorated or registering definitions) and, transitively, every unit such code names: a
 global or builtin name of its own file, or, in any recorded file, an attribute, an imported name
@@ -48,11 +48,11 @@ do records written before units were recorded (their ``sources`` alone).
 What the rule cannot see: a name looked up by a string built at run time (``getattr(m, f"x_{k}",
 default)``), code that reads docstrings (``__doc__``) to compute numbers, a base class that
 registers its subclasses (``__init_subclass__``), the order in which modules are first
-imported, and, under the reachability rule below, an object of a class created other than by
+imported, and, under the reachability rule above, an object of a class created other than by
 naming the class (unpickling by a stored class path) or a function edited from a decorator or
-default that ran code at import to one that does not. In the library the only look-up by a run-time string is ``flower_deploy``'s
-``getattr(flprivacy, name)`` of the function a message names; no code computes a number from a
-docstring or registers subclasses. Hashes are of the
+default that ran code at import to one that does not. In the library the only look-up by a
+run-time string is ``flower_deploy``'s ``getattr(flprivacy, name)`` of the function a message
+names; no code computes a number from a docstring or registers subclasses. Hashes are of the
 syntax tree of the Python that runs the check: under another Python version every unit may
 read as changed (stale, never wrongly current).
 """
@@ -399,9 +399,9 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
             Everything else about the rule is in the module docstring.
         root: the directory that holds the ``flprivacy`` package (``src``).
         entries: the functions the run started from, ``(file, name)`` (a command's ``main``, a
-            point's function); given, a changed function or class, or an added unit, that the run
-            could not reach from them (:func:`reachable_units`) leaves the record current. None: every
-            recorded unit counts, and an added unit must be unreferenced.
+            point's function); given, a changed function or class, or an added unit, that the
+            run could not reach from them (:func:`reachable_units`) leaves the record current.
+            None: every recorded unit counts, and an added unit must be unreferenced.
 
     Returns:
         ``(True, "")``, or ``(False, reason)`` naming the first file and unit that changed, e.g.
