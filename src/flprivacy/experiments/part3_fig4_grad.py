@@ -1,8 +1,8 @@
 """Fig. 4 of Diana et al. 2025 with the gradient-based rows, resumable seed by seed.
 
 :mod:`.part3_fig4` runs Fig. 4 (Income-A, Table 1's setting, 50 active rounds) for Ours and
-Model-w-O; its ``--grad`` adds Grad and Grad-w-O, which cost about 40 minutes of one core per
-seed at paper scale (the gradient-based AIA is most of a seed's time), more than one sitting.
+Model-w-O; its ``--grad`` adds Grad and Grad-w-O, which cost about 49 minutes of one core per
+seed at paper scale (measured 2026-11-28) (the gradient-based AIA is most of a seed's time), more than one sitting.
 This command runs the same computation, :func:`.part3_fig4.run` with ``grad=True``, one seed per
 point (:mod:`.points`: each finished seed is kept in
 ``book/results/points/part3_fig4_grad_synthetic/``, and the same command resumes where the last

@@ -155,7 +155,7 @@ PLAN: tuple[Job, ...] = (
         "Diana Fig. 3 centre", 190, splits=True),
     Job("part3_fig4_synthetic", "part3_fig4", SEEDS, "Diana Fig. 4 (smaller clients leak more; Income-A synthetic)",
         48),
-    # the gradient-based rows of Fig. 4, resumable seed by seed (about 40 min of one core per seed)
+    # the gradient-based rows of Fig. 4, resumable seed by seed (49 min of one core per seed, measured 2026-11-28)
     Job("part3_fig4_grad_synthetic", "part3_fig4_grad", SEEDS,
         "Diana Fig. 4 with Grad and Grad-w-O (Income-A synthetic)", 120, splits=True),
 )
@@ -213,8 +213,8 @@ def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] 
     ``flprivacy.experiments.fingerprint``), e.g. ``"flprivacy/optimum.py:tuned_local_models
     changed since the run"``; a file without (a record written before units were recorded, or a
     file that did not parse) by its whole-file hash, e.g. ``"flprivacy/optimum.py changed since the
-    run"``. With ``entries`` (the command's ``main``), a changed function the run cannot reach
-    from them does not count (``fingerprint.reachable_units``)."""
+    run"``. With ``entries`` (the command's ``__main__`` block), a changed function the run
+    cannot reach from them does not count (``fingerprint.reachable_units``)."""
     from .fingerprint import check_sources
 
     return check_sources(sources, units, Path(__file__).resolve().parents[2], entries)
