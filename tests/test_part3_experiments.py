@@ -113,6 +113,50 @@ def test_fig4_grad_is_fig4_with_grad_seed_by_seed_and_resumes(tmp_path, monkeypa
     assert part3_fig4_grad.run_points_of([0])["trend"] == out["trend"]
 
 
+def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tmp_path, monkeypatch):
+    """part3_fig4_large runs the gradient-based AIA on the large clients exactly as the whole
+    pipeline does (same accuracies at every configuration), its passive Ours is the pipeline's,
+    and the Grad accuracy the 51-client rule gives each large client lies in her [lo, hi]."""
+    from flprivacy.experiments import part3_fig4, part3_fig4_large as L
+    from flprivacy.experiments import points as P
+
+    tiny = replace(part3_table1.QUICK_SETTINGS["Income-L"], task="Income-A", n_synthetic=800, rounds=4,
+                   active_rounds=(3,), adam_trials=2, adam_batch=2, grad_learning_rates=(1e3, 1e5),
+                   grad_iterations=3, model_wo_steps=20, hidden=16)
+    for mod in (part3_fig4, L):
+        monkeypatch.setattr(mod, "fig4_settings", lambda: tiny)
+    monkeypatch.setattr(L, "large_settings", lambda: tiny)
+    monkeypatch.setattr(P, "points_dir", lambda result, scale_=None: tmp_path / result)
+    whole = part3_fig4.run([0], grad=True, log=lambda _: None)["per_seed"][0]["per_client"]
+    sizes = whole["sizes"]
+    monkeypatch.setattr(L, "min_rows", lambda: sorted(sizes)[-3])  # the two largest clients
+    out = L.run_points_of([0])
+    p = out["per_seed"][0]
+    big = [c for c, n in enumerate(sizes) if n > sorted(sizes)[-3]]
+    assert [c["client"] for c in p["large"]] == big and len(big) == 2
+    assert p["passive_ours"] == whole["passive/Ours"] and p["sizes"] == sizes
+    for c in p["large"]:
+        acc = [a for row in c["accuracy"] for a in row]
+        assert c["lo"] == min(acc) and c["hi"] == max(acc)
+        assert c["lo"] <= whole["active-3/Grad"][c["client"]] <= c["hi"]
+        assert c["lo"] <= whole["active-3/Grad-w-O"][c["client"]] <= c["hi"]
+    # the accuracies at every configuration are the pipeline's (same round sets, learning rates, seeds)
+    s = tiny
+    task = part3_fig4.make_task("Income-A", "synthetic", 0, s)
+    model = L.mlp(task.n_features, s.hidden)
+    run = L.federate(model, task.clients, s.rounds, 3, L.LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size), 0)
+    from flprivacy.experiments.part3_pipeline import gradient_aia_all
+    merged, _ = gradient_aia_all(model, run.log, task.clients, task.attribute, s.rounds,
+                                 sorted(L.first_rounds_sets(list(range(s.rounds, s.rounds + 3))), key=len), 0,
+                                 learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
+                                 patience=s.grad_patience, tolerance=s.grad_tolerance,
+                                 relaxation=s.grad_relaxation, sampler=s.grad_sampler)
+    for c in p["large"]:
+        t = task.attribute.true_index(task.clients[c["client"]].X)
+        assert c["accuracy"] == [[100 * float(v) for v in row] for row in merged[c["client"]].accuracy(t)]
+    assert out["summary"]["clients"] == 2 and out["points_record"]["points"] == 1
+
+
 def test_fig4_method_rows_decide_grad_and_model_wo_and_the_large_clients():
     from flprivacy.ledger.diana_aia import fig4_method_rows
 
@@ -129,3 +173,17 @@ def test_fig4_method_rows_decide_grad_and_model_wo_and_the_large_clients():
     assert statuses(rec(-0.2), rec(0.3, grad_acc=(70.0, 60.0))) == ["not reproduced"] * 3
     assert statuses(rec(-0.3), rec(-0.3, sizes=(100, 20_000))) == ["reproduced", "reproduced", "not run"]  # none over
     assert statuses(None, None) == ["not run"] * 3
+
+    def large(lo, hi, rule):  # part3_fig4_large's record: Grad between lo and hi over configurations
+        return {"name": "y", "scale": "paper", "data": {"seeds": [0, 1], "settings": {"n_synthetic": 1_664_500},
+                "summary": {"clients": 4, "lo": lo, "hi": hi, "grad_rule_among_large": rule, "largest": 35_000}}}
+
+    def last(L):  # the large-client row decided from part3_fig4_large, whatever the 200,000-person file says
+        return fig4_method_rows(rec(-0.3), rec(-0.3, sizes=(100, 200)), "part3/sensitivity", "synthetic stand-in",
+                                large_rec=L)[-1]
+
+    assert last(large(50.0, 55.0, 52.0)).status == "reproduced"  # every configuration within 5 of 50%
+    assert last(large(55.1, 60.0, 58.0)).status == "not reproduced"  # even the weakest is above
+    assert last(large(50.0, 60.0, 54.0)).status == "partly"  # the rule among the large clients: within
+    assert last(large(50.0, 60.0, 56.0)).status == "not reproduced"
+    assert "50.0-60.0%" in last(large(50.0, 60.0, 56.0)).ours and "1,664,500" in last(large(50.0, 60.0, 56.0)).ours

@@ -1,0 +1,168 @@
+"""Fig. 4 of Diana et al. 2025 at ACS Income's size: is Grad near random guessing on clients with
+more than 20,000 data points?
+
+The paper (§5.2): "for clients with over 20000 data points, Grad provides an attack performance
+close to random guessing". Its Income-A has 51 clients, each "randomly selects 20% of the data
+points from the corresponding census region, resulting in a total of 332,900 records", i.e. a
+census of 1,664,500 people. :mod:`.part3_fig4_grad` runs Fig. 4 on the synthetic census of
+200,000 people (Table 1's paper setting), where the largest client has about 4,400 rows, so no
+client is that large. This command draws the synthetic census at the paper's size
+(:data:`ACS_INCOME_A_PEOPLE`), trains the federation exactly as Fig. 4 does (Table 1's Income-A
+settings, T = 100 rounds, then 50 rounds in which the adversary sends every client her own model
+back) and runs the gradient-based AIA, with the same round sets, learning rates and random
+streams as :func:`.part3_pipeline.gradient_aia_all`, on the clients above the threshold only:
+the gradient-based AIA over all 51 clients would cost about eight times :mod:`.part3_fig4_grad`'s
+49 minutes of one core per seed. Alg. 4 and Model-w-O are not run; the passive model-based AIA
+(Ours, the last returned model) is, for every client, since it costs seconds.
+
+Grad's configuration (round set, learning rate) is one for all clients, chosen by their mean
+cosine (:func:`.part3_pipeline.grad_rows`). Here only the large clients are attacked, so the
+file records, per large client, her accuracy at *every* configuration: whatever configuration the
+51-client choice would pick, her Grad accuracy lies between the minimum and the maximum over
+configurations (``lo``, ``hi``). It also records the choice made by Grad's rule among the large
+clients alone.
+
+    python -m flprivacy.experiments.part3_fig4_large                              # quick scale
+    FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_fig4_large --seeds 0 1 2 --jobs 2
+
+One point per seed (:mod:`.points`, resumable); writes ``book/results/part3_fig4_large_synthetic[_quick].json``.
+At quick scale the census has 8,000 people and the threshold is :data:`QUICK_MIN_ROWS` rows (the
+largest one or two clients), to exercise the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+
+from ..attacks.gradient_aia import GradientAIAResult, first_rounds_sets, gradient_aia
+from ..config import at_scale, child_seed
+from ..federation import LocalSGD
+from ..models import mlp
+from ..threats import eavesdrop, last_returned
+from . import add_threads_option, positive_int, save_result, seed_int, use_threads
+from .part3_fig4 import fig4_settings
+from .part3_pipeline import AIASettings, federate, grad_rows, make_task, per_client_accuracy
+from .points import Point, provenance, run_points
+
+NAME = "part3_fig4_large_synthetic"
+ACS_INCOME_A_PEOPLE = 1_664_500
+"""The paper's Income-A: 332,900 records, 20% of each state's rows (§5.1), so 5 x 332,900 people."""
+LARGE_CLIENT = 20_000
+"""The paper's threshold: "clients with over 20000 data points" (training rows here, as Fig. 4's sizes)."""
+QUICK_MIN_ROWS = 150
+
+
+def large_settings() -> AIASettings:
+    """Fig. 4's settings (:func:`.part3_fig4.fig4_settings`) with the census at the paper's size
+    (at quick scale: unchanged)."""
+    s = fig4_settings()
+    return at_scale(s, replace(s, n_synthetic=ACS_INCOME_A_PEOPLE))
+
+
+def min_rows() -> int:
+    """The size above which a client is attacked: :data:`LARGE_CLIENT` at paper scale."""
+    return at_scale(QUICK_MIN_ROWS, LARGE_CLIENT)
+
+
+def large_client_grad(model, log, clients, att, which: Sequence[int], s: AIASettings,
+                      seed: int) -> dict[int, GradientAIAResult]:
+    """The gradient-based AIA (eq. 2) of the clients ``which`` only, exactly as
+    :func:`.part3_pipeline.gradient_aia_all` runs it on each client (the same passive and active
+    round sets, learning rates and seed streams), for the ``s.rounds`` + max(``s.active_rounds``)
+    rounds of ``log``. Returns each client's merged result (passive sets first)."""
+    T, A = s.rounds, max(s.active_rounds)
+    act_rounds = list(range(T, T + A))
+    act_sets = sorted({rs for r in s.active_rounds for rs in first_rounds_sets(act_rounds[:r])}, key=len)
+    gkw = dict(learning_rates=s.grad_learning_rates, iterations=s.grad_iterations, patience=s.grad_patience,
+               tolerance=s.grad_tolerance, relaxation=s.grad_relaxation, sampler=s.grad_sampler)
+    used = sorted({t for rs in act_sets for t in rs})
+    out = {}
+    for c in which:
+        X, y = clients[c].X, clients[c].y
+        p = gradient_aia(model, eavesdrop(log, c, range(T)), X, y, att, seed=child_seed(seed, 11, c), **gkw)
+        a = gradient_aia(model, eavesdrop(log, c, used), X, y, att, round_sets=list(act_sets),
+                         seed=child_seed(seed, 12, c), **gkw)
+        out[c] = GradientAIAResult.merge(p, a)
+    return out
+
+
+def seed_result(seed: int, source: str = "synthetic") -> dict:
+    """One seed (a point): the federation on the census at the paper's size, the passive Ours
+    accuracy of every client, and the gradient-based AIA of the clients above :func:`min_rows`."""
+    s, t0 = large_settings(), time.perf_counter()
+    task = make_task("Income-A", source, seed, s)
+    clients, att = task.clients, task.attribute
+    model = mlp(task.n_features, s.hidden)
+    T, A = s.rounds, max(s.active_rounds)
+    run = federate(model, clients, T, A, LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size), seed)
+    t_train = time.perf_counter() - t0
+    last = [last_returned(run.log, c, before=T) for c in range(len(clients))]
+    ours = [100 * a for a in per_client_accuracy(model, last, clients, att)]
+    big = [c for c in range(len(clients)) if clients[c].n > min_rows()]
+    if not big:
+        raise RuntimeError(f"part3_fig4_large: no client has over {min_rows():,} training rows "
+                           f"(largest: {max(task.sizes):,}); the census is too small for this experiment.")
+    res = large_client_grad(model, run.log, clients, att, big, s, seed)
+    n_passive = len(first_rounds_sets(list(range(T))))
+    allowed = list(range(len(res[big[0]].round_sets)))  # Fig. 4: passive sets and the 50 attack rounds' sets
+    truths = {c: att.true_index(clients[c].X) for c in big}
+    acc = {c: [[100 * float(v) for v in row] for row in res[c].accuracy(truths[c])[allowed]] for c in big}
+    grad, grad_wo, choice = grad_rows([res[c] for c in big], [truths[c] for c in big],
+                                      [clients[c].n for c in big], allowed)
+    per_large = [{"client": c, "state_code": task.meta["state_codes"][c], "rows": clients[c].n,
+                  "lo": min(min(r) for r in acc[c]), "hi": max(max(r) for r in acc[c]),
+                  "accuracy": acc[c], "grad_rule_among_large": choice["Grad"]["per_client"][i],
+                  "passive_ours": ours[c]} for i, c in enumerate(big)]
+    return {"seed": seed, "source": task.source, "sizes": list(task.sizes), "passive_ours": ours,
+            "min_rows": min_rows(), "large": per_large, "round_sets": [list(r) for r in res[big[0]].round_sets],
+            "n_passive_sets": n_passive, "learning_rates": list(res[big[0]].learning_rates),
+            "grad_among_large": {"Grad": grad, "Grad-w-O": grad_wo, "choice": choice},
+            "seconds": {"training": t_train, "total": time.perf_counter() - t0}}
+
+
+def summary(per_seed: list[dict]) -> dict:
+    """Over seeds and large clients: the mean of ``lo``, ``hi`` and of the accuracy at Grad's
+    rule among the large clients (Fig. 4's row is a mean over clients)."""
+    large = [c for p in per_seed for c in p["large"]]
+    mean = lambda k: sum(c[k] for c in large) / len(large)  # noqa: E731
+    return {"clients": len(large), "lo": mean("lo"), "hi": mean("hi"),
+            "grad_rule_among_large": mean("grad_rule_among_large"),
+            "largest": max(max(p["sizes"]) for p in per_seed)}
+
+
+def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic") -> dict:
+    """The result record from one point per seed; ``seconds`` is the points' summed CPU seconds."""
+    start = time.perf_counter()
+    pts = [Point(f"seed={int(sd)}", "flprivacy.experiments.part3_fig4_large:seed_result", (int(sd), source))
+           for sd in seeds]
+    recs = run_points(NAME, pts, jobs=jobs)
+    per_seed = [recs[p.key]["data"] for p in pts]
+    points_record = provenance(recs)
+    return {"task": "Income-A", "source": per_seed[0]["source"], "settings": asdict(large_settings()),
+            "min_rows": min_rows(), "seeds": [int(sd) for sd in seeds], "per_seed": per_seed,
+            "summary": summary(per_seed), "seconds": points_record["one_core_seconds"],
+            "wall_seconds_since_start": time.perf_counter() - start, "jobs": jobs, "points_record": points_record}
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
+    p.add_argument("--jobs", type=positive_int, default=1, help="seeds run at once, one process each")
+    add_threads_option(p)
+    args = p.parse_args(argv)
+    use_threads(args)
+    seeds = tuple(large_settings().seeds if args.seeds is None else args.seeds)
+    out = run_points_of(seeds, jobs=args.jobs)
+    sm = out["summary"]
+    print(f"  {sm['clients']} large client(s) over {len(seeds)} seed(s): active Grad accuracy between "
+          f"{sm['lo']:.1f}% and {sm['hi']:.1f}% (mean over clients of the min and max over configurations); "
+          f"{sm['grad_rule_among_large']:.1f}% at Grad's rule among the large clients")
+    print("wrote", save_result(NAME, out, seeds=seeds))
+    return out
+
+
+if __name__ == "__main__":
+    main()
