@@ -152,7 +152,7 @@ def test_a_sweep_splits_its_runs_and_stays_current(tmp_path, monkeypatch):
     R.run_job(job, 2)
     assert "--jobs" not in (tmp_path / "logs" / "x.log").read_text()
     assert R._without_jobs(sweep.command + " --jobs 2") == R._without_jobs(sweep.command)
-    assert all(j.splits == (j.module in ("part3_fig3", "part3_points", "part3_fig4_grad")) for j in R.PLAN)
+    assert all(j.splits == (j.module in ("part3_fig3", "part3_points", "part3_fig4_grad", "part3_fig4_large")) for j in R.PLAN)
 
 
 def test_stop_running_ends_running_jobs_and_keeps_queued_ones_from_starting(tmp_path, monkeypatch):
@@ -738,3 +738,16 @@ def test_recorded_runtime_reads_the_files_cost(tmp_path, monkeypatch):
     assert R.recorded_runtime(JOB) is None
     monkeypatch.setattr(R, "result_path", lambda name, scale_=None: tmp_path / "absent.json")
     assert R.recorded_runtime(JOB) is None
+
+
+def test_record_status_judges_any_record_as_status_judges_a_planned_one():
+    """record_status (pages flag unplanned files with it) gives status's verdict on a planned file,
+    reads the module from the command, and a record whose code is gone is stale."""
+    job = next(j for j in R.PLAN if j.result == "part2_theorem1")
+    rec = json.loads(R.result_path(job.result, job.scale).read_text())
+    assert R.record_status(rec) == R.record_status(rec, job.module) == R.status(job)
+    gone = {**rec, "sources": {**rec["sources"], "flprivacy/no_such_file.py": "0" * 16}}
+    ok, why = R.record_status(gone)
+    assert not ok and "no_such_file.py removed since the run" in why
+    ok, why = R.record_status({"command": "python -m elsewhere"})
+    assert not ok and "names no flprivacy.experiments module" in why

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -158,6 +159,10 @@ PLAN: tuple[Job, ...] = (
     # the gradient-based rows of Fig. 4, resumable seed by seed (49 min of one core per seed, measured 2026-11-28)
     Job("part3_fig4_grad_synthetic", "part3_fig4_grad", SEEDS,
         "Diana Fig. 4 with Grad and Grad-w-O (Income-A synthetic)", 120, splits=True),
+    # Fig. 4's clients of more than 20,000 rows: the census at the paper's size (1,664,500 people),
+    # Grad on the large clients only, resumable seed by seed; two seeds (about 1.5 h of one core each)
+    Job("part3_fig4_large_synthetic", "part3_fig4_large", ("--seeds", "0", "1"),
+        "Diana Fig. 4, Grad on clients over 20,000 rows (Income-A synthetic at ACS size)", 180, splits=True),
 )
 """The paper-scale commands, in the order they run (cheap and central results first)."""
 
@@ -253,10 +258,38 @@ def status(job: Job) -> tuple[bool, str]:
         return False, "result file is not valid JSON"
     if _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
         return False, f"file made by another command: {record.get('command')!r}"
+    return record_status(record, job.module)
+
+
+def record_status(record: dict[str, Any], module: str | None = None) -> tuple[bool, str]:
+    """``(current, why)`` for any result record, planned or not: is the library code its run
+    imported still the code of the working tree, by :func:`status`'s rule (the command's
+    ``__main__`` block as the entry)? ``module`` is the command's module under
+    ``flprivacy.experiments`` (default: read from the record's command). Pages use it to flag a
+    committed file whose code has changed since it was made (e.g. a GPU run no session can
+    repeat)."""
+    if module is None:
+        m = re.search(r"-m flprivacy\.experiments\.(\w+)", str(record.get("command") or ""))
+        if m is None:
+            return False, f"the record's command {record.get('command')!r} names no flprivacy.experiments module"
+        module = m.group(1)
+    import json
+
+    # many files of one command share their code (e.g. the cells of a GPU sweep): judge each code once
+    key = json.dumps([module, record.get("sources"), record.get("source_units"), record.get("commit")], sort_keys=True)
+    if key not in _STATUS_CACHE:
+        _STATUS_CACHE[key] = _record_status(record, module)
+    return _STATUS_CACHE[key]
+
+
+_STATUS_CACHE: dict[str, tuple[bool, str]] = {}
+
+
+def _record_status(record: dict[str, Any], module: str) -> tuple[bool, str]:
     if isinstance(record.get("sources"), dict) and record["sources"]:
         sources = dict(record["sources"])
         units = dict(record["source_units"]) if isinstance(record.get("source_units"), dict) else None
-        own = f"flprivacy/experiments/{job.module}.py"
+        own = f"flprivacy/experiments/{module}.py"
         if own not in sources:  # run as __main__, the command's own module is not among the imports it recorded
             at_commit = module_at_commit(str(record.get("commit") or ""), own)
             if at_commit is None:
