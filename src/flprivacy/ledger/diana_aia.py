@@ -401,17 +401,34 @@ def fig4_row(rec: dict[str, Any] | None, chapter: str, data: str) -> Row:
     claim, pv = "\"smaller datasets are more vulnerable\"", "accuracy falls with |D_c|"
     if rec is None:
         return row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv, ours="", chapter=chapter, data=data,
-                   verdict=not_run("`FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_fig4 --seeds 0 1 2` "
-                                   "has not been run"))
+                   verdict=_fig4_not_run(FIG4_CMD))
+    v, ours = _fig4_trend(rec, "Ours")
+    return row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv, ours=ours, verdict=v, chapter=chapter,
+               data=data, record=rec)
+
+
+#: The paper-scale commands of Fig. 4's files (under ``flprivacy.experiments``).
+FIG4_CMD = "part3_fig4 --seeds 0 1 2"
+FIG4_GRAD_CMD = "part3_fig4_grad --seeds 0 1 2 --jobs 2"
+FIG4_LARGE_CMD = "part3_fig4_large --seeds 0 1 --jobs 2"
+
+
+def _fig4_not_run(cmd: str, why: str = "") -> Verdict:
+    return not_run(f"{why}`FLPRIVACY_SCALE=paper python -m flprivacy.experiments.{cmd}` has not been run")
+
+
+def _fig4_trend(rec: dict[str, Any], method: str) -> tuple[Verdict, str]:
+    """Fig. 4's size rule for ``method``'s row of a Fig. 4 file (its active row, or the row of that
+    name): the mean over seeds of Spearman's ρ(size, accuracy) negative beyond the file's
+    no-relation level. Returns the verdict and the "ours" text."""
     tr = rec["data"]["trend"]
-    key = next(k for k in tr if isinstance(tr[k], dict) and k.startswith("active-") and k.endswith("/Ours"))
+    key = method if method in tr else next(k for k in tr if isinstance(tr[k], dict) and k.startswith("active-")
+                                           and k.endswith(f"/{method}"))
     rho = tr[key]["mean_rho"]
     v = sign(rho, expected=-1, margin=-tr["level"], what=f"mean Spearman rho(size, {key} accuracy)")
     if not v.ok:
         v = Verdict(v.status, f"{v.reason}; {SYNTHETIC_REASON}")
-    return row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv,
-               ours=f"rho = {rho:+.2f} over {tr['clients']} clients ({tr['seeds']} seeds)", verdict=v,
-               chapter=chapter, data=data, record=rec)
+    return v, f"rho = {rho:+.2f} over {tr['clients']} clients ({tr['seeds']} seeds)"
 
 
 #: Fig. 4's "Grad provides an attack performance close to random guessing" above this many rows.
@@ -434,30 +451,22 @@ def fig4_method_rows(rec: dict[str, Any] | None, grad_rec: dict[str, Any] | None
     clients alone decides between partly (at most 55 %) and not reproduced."""
     claim, pv = "\"for all methods, clients with smaller datasets are more vulnerable\"", "accuracy falls with |D_c|"
     out = []
-    for method, r, cmd in (("Model-w-O", rec, "part3_fig4 --seeds 0 1 2"),
-                           ("Grad", grad_rec, "part3_fig4_grad --seeds 0 1 2 --jobs 2")):
+    for method, r, cmd in (("Model-w-O", rec, FIG4_CMD), ("Grad", grad_rec, FIG4_GRAD_CMD)):
         rid = f"Diana Fig. 4: smaller clients leak more, {method} (Income-A{', active 50' if method == 'Grad' else ''})"
         if r is None:
             out.append(row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv, ours="", chapter=chapter,
-                           data=data, verdict=not_run(f"`FLPRIVACY_SCALE=paper python -m flprivacy.experiments.{cmd}` "
-                                                      "has not been run")))
+                           data=data, verdict=_fig4_not_run(cmd)))
             continue
-        tr = r["data"]["trend"]
-        key = method if method in tr else next(k for k in tr if k.startswith("active-") and k.endswith(f"/{method}"))
-        rho = tr[key]["mean_rho"]
-        v = sign(rho, expected=-1, margin=-tr["level"], what=f"mean Spearman rho(size, {key} accuracy)")
-        if not v.ok:
-            v = Verdict(v.status, f"{v.reason}; {SYNTHETIC_REASON}")
+        v, ours = _fig4_trend(r, method)
         out.append(row(paper=PAPER, result_id=rid, claim=claim, paper_value=pv, verdict=v, chapter=chapter, data=data,
-                       ours=f"rho = {rho:+.2f} over {tr['clients']} clients ({tr['seeds']} seeds)", record=r))
+                       ours=ours, record=r))
     rid = f"Diana Fig. 4: Grad near random guessing for clients over {FIG4_LARGE_CLIENT:,} rows"
     claim = "\"for clients with more than 20000 data points, Grad provides an attack performance close to random guessing\""
     if large_rec is not None:
         return [*out, _fig4_large_row(large_rec, rid, claim, chapter, data)]
     if grad_rec is None:
         return [*out, row(paper=PAPER, result_id=rid, claim=claim, paper_value="~50%", ours="", chapter=chapter,
-                          data=data, verdict=not_run("`FLPRIVACY_SCALE=paper python -m flprivacy.experiments."
-                                                     "part3_fig4_grad --seeds 0 1 2 --jobs 2` has not been run"))]
+                          data=data, verdict=_fig4_not_run(FIG4_LARGE_CMD))]
     accs, largest = [], 0
     for p in grad_rec["data"]["per_seed"]:
         pc = p["per_client"]
@@ -467,9 +476,10 @@ def fig4_method_rows(rec: dict[str, Any] | None, grad_rec: dict[str, Any] | None
     if not accs:
         return [*out, row(paper=PAPER, result_id=rid, claim=claim, paper_value="~50%", ours="", chapter=chapter,
                           data=data, record=grad_rec,
-                          verdict=not_run(f"no client has over {FIG4_LARGE_CLIENT:,} training rows here (the largest "
-                                          f"has {largest:,}): the synthetic census at paper scale has 200,000 people, "
-                                          "20% of each state per client, where ACS Income has about 1.66 million"))]
+                          verdict=_fig4_not_run(FIG4_LARGE_CMD, f"no client has over {FIG4_LARGE_CLIENT:,} training "
+                                                f"rows in {grad_rec['name']} (the largest has {largest:,}): its "
+                                                "census has 200,000 people, 20% of each state per client, where ACS "
+                                                "Income has about 1.66 million; the census at that size, "))]
     mean = sum(accs) / len(accs)
     return [*out, row(paper=PAPER, result_id=rid, claim=claim, paper_value="~50%", record=grad_rec, chapter=chapter,
                       data=data, ours=f"{mean:.1f}% over {len(accs)} clients",
