@@ -115,16 +115,17 @@ def test_fig4_grad_is_fig4_with_grad_seed_by_seed_and_resumes(tmp_path, monkeypa
 
 def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tmp_path, monkeypatch):
     """part3_fig4_large runs the gradient-based AIA on the large clients exactly as the whole
-    pipeline does (same accuracies at every configuration), its passive Ours is the pipeline's,
-    and the Grad accuracy the 51-client rule gives each large client lies in her [lo, hi]."""
+    pipeline does (same accuracies at every configuration, passive then active), point by point;
+    its passive Ours is the pipeline's; the Grad accuracy the all-client rule gives each large
+    client lies in her [lo, hi]; a second call reads the points and computes nothing."""
     from flprivacy.experiments import part3_fig4, part3_fig4_large as L
     from flprivacy.experiments import points as P
+    from flprivacy.experiments.part3_pipeline import gradient_aia_all
 
     tiny = replace(part3_table1.QUICK_SETTINGS["Income-L"], task="Income-A", n_synthetic=800, rounds=4,
                    active_rounds=(3,), adam_trials=2, adam_batch=2, grad_learning_rates=(1e3, 1e5),
                    grad_iterations=3, model_wo_steps=20, hidden=16)
-    for mod in (part3_fig4, L):
-        monkeypatch.setattr(mod, "fig4_settings", lambda: tiny)
+    monkeypatch.setattr(part3_fig4, "fig4_settings", lambda: tiny)
     monkeypatch.setattr(L, "large_settings", lambda: tiny)
     monkeypatch.setattr(P, "points_dir", lambda result, scale_=None: tmp_path / result)
     whole = part3_fig4.run([0], grad=True, log=lambda _: None)["per_seed"][0]["per_client"]
@@ -133,28 +134,31 @@ def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tm
     out = L.run_points_of([0])
     p = out["per_seed"][0]
     big = [c for c, n in enumerate(sizes) if n > sorted(sizes)[-3]]
-    assert [c["client"] for c in p["large"]] == big and len(big) == 2
+    assert [c["client"] for c in p["large"]] == big and len(big) == 2 and out["points_record"]["points"] == 4
     assert p["passive_ours"] == whole["passive/Ours"] and p["sizes"] == sizes
+    task, model, run = L._federation(0, "synthetic", tiny)
+    merged, _ = gradient_aia_all(model, run.log, task.clients, task.attribute, tiny.rounds,
+                                 sorted(L.first_rounds_sets(list(range(tiny.rounds, tiny.rounds + 3))), key=len), 0,
+                                 learning_rates=tiny.grad_learning_rates, iterations=tiny.grad_iterations,
+                                 patience=tiny.grad_patience, tolerance=tiny.grad_tolerance,
+                                 relaxation=tiny.grad_relaxation, sampler=tiny.grad_sampler)
     for c in p["large"]:
+        t = task.attribute.true_index(task.clients[c["client"]].X)
+        assert c["accuracy"] == (100 * merged[c["client"]].accuracy(t)).tolist()  # same configurations, same numbers
         acc = [a for row in c["accuracy"] for a in row]
         assert c["lo"] == min(acc) and c["hi"] == max(acc)
         assert c["lo"] <= whole["active-3/Grad"][c["client"]] <= c["hi"]
         assert c["lo"] <= whole["active-3/Grad-w-O"][c["client"]] <= c["hi"]
-    # the accuracies at every configuration are the pipeline's (same round sets, learning rates, seeds)
-    s = tiny
-    task = part3_fig4.make_task("Income-A", "synthetic", 0, s)
-    model = L.mlp(task.n_features, s.hidden)
-    run = L.federate(model, task.clients, s.rounds, 3, L.LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size), 0)
-    from flprivacy.experiments.part3_pipeline import gradient_aia_all
-    merged, _ = gradient_aia_all(model, run.log, task.clients, task.attribute, s.rounds,
-                                 sorted(L.first_rounds_sets(list(range(s.rounds, s.rounds + 3))), key=len), 0,
-                                 learning_rates=s.grad_learning_rates, iterations=s.grad_iterations,
-                                 patience=s.grad_patience, tolerance=s.grad_tolerance,
-                                 relaxation=s.grad_relaxation, sampler=s.grad_sampler)
-    for c in p["large"]:
-        t = task.attribute.true_index(task.clients[c["client"]].X)
-        assert c["accuracy"] == [[100 * float(v) for v in row] for row in merged[c["client"]].accuracy(t)]
-    assert out["summary"]["clients"] == 2 and out["points_record"]["points"] == 1
+    # Grad's rule among the large clients is grad_rows on their merged results
+    from flprivacy.experiments.part3_pipeline import grad_rows
+    truths = [task.attribute.true_index(task.clients[c].X) for c in big]
+    g, _, choice = grad_rows([merged[c] for c in big], truths, [sizes[c] for c in big],
+                             list(range(len(merged[big[0]].round_sets))))
+    assert p["grad_among_large"]["Grad"] == g
+    assert [c["grad_rule_among_large"] for c in p["large"]] == choice["Grad"]["per_client"]
+    assert out["summary"]["clients"] == 2
+    monkeypatch.setattr(L, "phase_grad", lambda *a, **k: pytest.fail("a finished point ran again"))
+    assert L.run_points_of([0])["summary"] == out["summary"]
 
 
 def test_fig4_method_rows_decide_grad_and_model_wo_and_the_large_clients():

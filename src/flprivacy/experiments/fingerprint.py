@@ -384,6 +384,13 @@ def _parsed(path: str, sha: str) -> tuple[dict[str, list[ast.AST]], list[str], b
     return units, order, lazy
 
 
+@functools.lru_cache(maxsize=512)
+def _unit_digests(path: str, sha: str) -> dict[str, str]:
+    """Every unit's digest (:func:`_digest`) of a file of content ``sha``; cached, so that checking
+    many records that imported the same file digests it once."""
+    return {name: _digest(nodes) for name, nodes in _parsed(path, sha)[0].items()}
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
@@ -432,9 +439,10 @@ def check_sources(sources: Mapping[str, str], units: Mapping[str, str] | None,
         if info is None:
             return False, f"{rel} changed since the run (it no longer parses)"
         cur, order, lazy = info
+        digests = _unit_digests(str(path), now)
         recorded, recorded_order = decode_units(recorded)
         for name, digest in recorded.items():
-            if name not in cur or _digest(cur[name]) != digest:
+            if name not in cur or digests[name] != digest:
                 why = f"{rel}:{name} {'removed' if name not in cur else 'changed'} since the run"
                 if name == "__all__":
                     exports.append(why)  # matters only to a star import or a reader of __all__ (below)

@@ -25,7 +25,11 @@ clients alone.
     python -m flprivacy.experiments.part3_fig4_large                              # quick scale
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_fig4_large --seeds 0 1 2 --jobs 2
 
-One point per seed (:mod:`.points`, resumable); writes ``book/results/part3_fig4_large_synthetic[_quick].json``.
+One point per seed, large client and phase of the attack (:mod:`.points`, resumable: the passive
+round sets of California alone cost about an hour of one core, since at 36,000 rows the per-round
+statistics no longer fit the attack's cache and are recomputed at every iteration); each point
+trains the seed's federation again (deterministic, about 9 minutes of one core). Writes
+``book/results/part3_fig4_large_synthetic[_quick].json`` once every point is there.
 At quick scale the census has 8,000 people and the threshold is :data:`QUICK_MIN_ROWS` rows (the
 largest one or two clients), to exercise the same code.
 """
@@ -33,9 +37,12 @@ largest one or two clients), to exercise the same code.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+
+import torch
 
 from ..attacks.gradient_aia import GradientAIAResult, first_rounds_sets, gradient_aia
 from ..config import at_scale, child_seed
@@ -67,60 +74,107 @@ def min_rows() -> int:
     return at_scale(QUICK_MIN_ROWS, LARGE_CLIENT)
 
 
-def large_client_grad(model, log, clients, att, which: Sequence[int], s: AIASettings,
-                      seed: int) -> dict[int, GradientAIAResult]:
-    """The gradient-based AIA (eq. 2) of the clients ``which`` only, exactly as
-    :func:`.part3_pipeline.gradient_aia_all` runs it on each client (the same passive and active
-    round sets, learning rates and seed streams), for the ``s.rounds`` + max(``s.active_rounds``)
-    rounds of ``log``. Returns each client's merged result (passive sets first)."""
+def _federation(seed: int, source: str, s: AIASettings):
+    """The task of ``seed`` and its federation, trained as Fig. 4 trains it (deterministic)."""
+    task = make_task("Income-A", source, seed, s)
+    model = mlp(task.n_features, s.hidden)
+    run = federate(model, task.clients, s.rounds, max(s.active_rounds),
+                   LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size), seed)
+    return task, model, run
+
+
+def large_clients(seed: int, source: str = "synthetic") -> list[int]:
+    """The clients of ``seed``'s task with more than :func:`min_rows` training rows."""
+    task = make_task("Income-A", source, seed, large_settings())
+    return [c for c, n in enumerate(task.sizes) if n > min_rows()]
+
+
+PHASES = ("passive", "active")
+
+
+def phase_grad(model, log, clients, att, c: int, phase: str, s: AIASettings, seed: int) -> GradientAIAResult:
+    """The gradient-based AIA (eq. 2) of client ``c`` over the passive round sets (``phase=
+    "passive"``, App. B.5's sets of rounds < T) or the attack rounds' sets (``"active"``), exactly as
+    :func:`.part3_pipeline.gradient_aia_all` runs it (the same sets, learning rates and seed
+    streams): ``GradientAIAResult.merge`` of the two is that function's result for ``c``."""
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}.")
     T, A = s.rounds, max(s.active_rounds)
     act_rounds = list(range(T, T + A))
     act_sets = sorted({rs for r in s.active_rounds for rs in first_rounds_sets(act_rounds[:r])}, key=len)
     gkw = dict(learning_rates=s.grad_learning_rates, iterations=s.grad_iterations, patience=s.grad_patience,
                tolerance=s.grad_tolerance, relaxation=s.grad_relaxation, sampler=s.grad_sampler)
+    X, y = clients[c].X, clients[c].y
+    if phase == "passive":
+        return gradient_aia(model, eavesdrop(log, c, range(T)), X, y, att, seed=child_seed(seed, 11, c), **gkw)
     used = sorted({t for rs in act_sets for t in rs})
-    out = {}
-    for c in which:
-        X, y = clients[c].X, clients[c].y
-        p = gradient_aia(model, eavesdrop(log, c, range(T)), X, y, att, seed=child_seed(seed, 11, c), **gkw)
-        a = gradient_aia(model, eavesdrop(log, c, used), X, y, att, round_sets=list(act_sets),
-                         seed=child_seed(seed, 12, c), **gkw)
-        out[c] = GradientAIAResult.merge(p, a)
+    return gradient_aia(model, eavesdrop(log, c, used), X, y, att, round_sets=list(act_sets),
+                        seed=child_seed(seed, 12, c), **gkw)
+
+
+
+def attack_point(seed: int, client: int, phase: str, source: str = "synthetic") -> dict:
+    """One point: ``seed``'s federation on the census at the paper's size (trained again in every
+    point, since it is deterministic and cheaper than the attack), then :func:`phase_grad` of
+    ``client``: her accuracy (a fraction) and mean cosine at every configuration of the phase. A passive
+    point also keeps every client's size and passive Ours accuracy (her last returned model)."""
+    s, t0 = large_settings(), time.perf_counter()
+    task, model, run = _federation(seed, source, s)
+    clients, att = task.clients, task.attribute
+    t_train = time.perf_counter() - t0
+    res = phase_grad(model, run.log, clients, att, client, phase, s, seed)
+    acc = res.accuracy(att.true_index(clients[client].X))
+    out = {"seed": seed, "client": client, "phase": phase, "source": task.source, "rows": clients[client].n,
+           "state_code": task.meta["state_codes"][client], "round_sets": [list(r) for r in res.round_sets],
+           "learning_rates": list(res.learning_rates), "accuracy": acc.tolist(),
+           "cosine": [[None if math.isnan(v) else v for v in row] for row in res.cosine.tolist()],
+           "iterations": res.iterations.tolist()}
+    if phase == "passive":
+        last = [last_returned(run.log, c, before=s.rounds) for c in range(len(clients))]
+        out |= {"sizes": list(task.sizes), "passive_ours": [100 * a for a in per_client_accuracy(model, last, clients, att)]}
+    out["seconds"] = {"training": t_train, "total": time.perf_counter() - t0}
     return out
 
 
-def seed_result(seed: int, source: str = "synthetic") -> dict:
-    """One seed (a point): the federation on the census at the paper's size, the passive Ours
-    accuracy of every client, and the gradient-based AIA of the clients above :func:`min_rows`."""
-    s, t0 = large_settings(), time.perf_counter()
-    task = make_task("Income-A", source, seed, s)
-    clients, att = task.clients, task.attribute
-    model = mlp(task.n_features, s.hidden)
-    T, A = s.rounds, max(s.active_rounds)
-    run = federate(model, clients, T, A, LocalSGD(lr=s.lr, epochs=s.epochs, batch_size=s.batch_size), seed)
-    t_train = time.perf_counter() - t0
-    last = [last_returned(run.log, c, before=T) for c in range(len(clients))]
-    ours = [100 * a for a in per_client_accuracy(model, last, clients, att)]
-    big = [c for c in range(len(clients)) if clients[c].n > min_rows()]
-    if not big:
-        raise RuntimeError(f"part3_fig4_large: no client has over {min_rows():,} training rows "
-                           f"(largest: {max(task.sizes):,}); the census is too small for this experiment.")
-    res = large_client_grad(model, run.log, clients, att, big, s, seed)
-    n_passive = len(first_rounds_sets(list(range(T))))
-    allowed = list(range(len(res[big[0]].round_sets)))  # Fig. 4: passive sets and the 50 attack rounds' sets
-    truths = {c: att.true_index(clients[c].X) for c in big}
-    acc = {c: [[100 * float(v) for v in row] for row in res[c].accuracy(truths[c])[allowed]] for c in big}
-    grad, grad_wo, choice = grad_rows([res[c] for c in big], [truths[c] for c in big],
-                                      [clients[c].n for c in big], allowed)
-    per_large = [{"client": c, "state_code": task.meta["state_codes"][c], "rows": clients[c].n,
-                  "lo": min(min(r) for r in acc[c]), "hi": max(max(r) for r in acc[c]),
-                  "accuracy": acc[c], "grad_rule_among_large": choice["Grad"]["per_client"][i],
-                  "passive_ours": ours[c]} for i, c in enumerate(big)]
-    return {"seed": seed, "source": task.source, "sizes": list(task.sizes), "passive_ours": ours,
-            "min_rows": min_rows(), "large": per_large, "round_sets": [list(r) for r in res[big[0]].round_sets],
-            "n_passive_sets": n_passive, "learning_rates": list(res[big[0]].learning_rates),
+@dataclass
+class _Scored:
+    """A client's stored configurations, as :func:`.part3_pipeline.grad_rows` reads a result."""
+
+    round_sets: list
+    learning_rates: tuple
+    acc: torch.Tensor
+    cosine: torch.Tensor
+
+    def accuracy(self, _truth=None) -> torch.Tensor:
+        return self.acc
+
+
+def seed_record(points: list[dict]) -> dict:
+    """One seed's entry from its points: per large client, her accuracy at every configuration
+    (passive sets, then the attack rounds' sets: Fig. 4's active-50 row may use any of them), its
+    minimum ``lo`` and maximum ``hi``, and her accuracy at Grad's rule (the configuration of the
+    highest size-weighted mean cosine, :func:`.part3_pipeline.grad_rows`) among the large clients."""
+    by = {(p["client"], p["phase"]): p for p in points}
+    big = sorted({p["client"] for p in points})
+    first = by[(big[0], "passive")]
+    scored = []
+    for c in big:
+        ps, ac = by[(c, "passive")], by[(c, "active")]
+        scored.append(_Scored(ps["round_sets"] + ac["round_sets"], tuple(ps["learning_rates"]),
+                              torch.tensor(ps["accuracy"] + ac["accuracy"], dtype=torch.float64),
+                              torch.tensor([[math.nan if v is None else v for v in row]
+                                            for row in ps["cosine"] + ac["cosine"]], dtype=torch.float64)))
+    allowed = list(range(len(scored[0].round_sets)))
+    grad, grad_wo, choice = grad_rows(scored, [None] * len(big), [by[(c, "passive")]["rows"] for c in big], allowed)
+    large = [{"client": c, "state_code": by[(c, "passive")]["state_code"], "rows": by[(c, "passive")]["rows"],
+              "lo": 100 * float(r.acc.min()), "hi": 100 * float(r.acc.max()),
+              "accuracy": (100 * r.acc).tolist(), "grad_rule_among_large": choice["Grad"]["per_client"][i],
+              "passive_ours": first["passive_ours"][c]} for i, (c, r) in enumerate(zip(big, scored))]
+    return {"seed": first["seed"], "source": first["source"], "sizes": first["sizes"],
+            "passive_ours": first["passive_ours"], "min_rows": min_rows(), "large": large,
+            "round_sets": scored[0].round_sets, "learning_rates": list(scored[0].learning_rates),
             "grad_among_large": {"Grad": grad, "Grad-w-O": grad_wo, "choice": choice},
-            "seconds": {"training": t_train, "total": time.perf_counter() - t0}}
+            "seconds": sum(p["seconds"]["total"] for p in points)}
 
 
 def summary(per_seed: list[dict]) -> dict:
@@ -136,10 +190,16 @@ def summary(per_seed: list[dict]) -> dict:
 def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic") -> dict:
     """The result record from one point per seed; ``seconds`` is the points' summed CPU seconds."""
     start = time.perf_counter()
-    pts = [Point(f"seed={int(sd)}", "flprivacy.experiments.part3_fig4_large:seed_result", (int(sd), source))
-           for sd in seeds]
-    recs = run_points(NAME, pts, jobs=jobs)
-    per_seed = [recs[p.key]["data"] for p in pts]
+    pts: dict[int, list[Point]] = {}
+    for sd in map(int, seeds):
+        big = large_clients(sd, source)
+        if not big:
+            raise RuntimeError(f"part3_fig4_large: no client of seed {sd} has over {min_rows():,} training rows; "
+                               "the census is too small for this experiment.")
+        pts[sd] = [Point(f"seed={sd}_client={c}_{ph}", "flprivacy.experiments.part3_fig4_large:attack_point",
+                         (sd, c, ph, source)) for c in big for ph in PHASES]
+    recs = run_points(NAME, [p for ps in pts.values() for p in ps], jobs=jobs)
+    per_seed = [seed_record([recs[p.key]["data"] for p in ps]) for ps in pts.values()]
     points_record = provenance(recs)
     return {"task": "Income-A", "source": per_seed[0]["source"], "settings": asdict(large_settings()),
             "min_rows": min_rows(), "seeds": [int(sd) for sd in seeds], "per_seed": per_seed,

@@ -273,19 +273,6 @@ def record_status(record: dict[str, Any], module: str | None = None) -> tuple[bo
         if m is None:
             return False, f"the record's command {record.get('command')!r} names no flprivacy.experiments module"
         module = m.group(1)
-    import json
-
-    # many files of one command share their code (e.g. the cells of a GPU sweep): judge each code once
-    key = json.dumps([module, record.get("sources"), record.get("source_units"), record.get("commit")], sort_keys=True)
-    if key not in _STATUS_CACHE:
-        _STATUS_CACHE[key] = _record_status(record, module)
-    return _STATUS_CACHE[key]
-
-
-_STATUS_CACHE: dict[str, tuple[bool, str]] = {}
-
-
-def _record_status(record: dict[str, Any], module: str) -> tuple[bool, str]:
     if isinstance(record.get("sources"), dict) and record["sources"]:
         sources = dict(record["sources"])
         units = dict(record["source_units"]) if isinstance(record.get("source_units"), dict) else None
