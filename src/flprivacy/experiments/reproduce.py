@@ -160,9 +160,12 @@ PLAN: tuple[Job, ...] = (
     Job("part3_fig4_grad_synthetic", "part3_fig4_grad", SEEDS,
         "Diana Fig. 4 with Grad and Grad-w-O (Income-A synthetic)", 120, splits=True),
     # Fig. 4's clients of more than 20,000 rows: the census at the paper's size (1,664,500 people),
-    # Grad on the large clients only, resumable seed by seed; two seeds (about 1.5 h of one core each)
+    # Grad on the large clients only, resumable point by point (seed, client, phase). Measured
+    # 2026-11-28: training 600 s per point; California's passive phase 100 s per attack
+    # iteration, her active phase 55 s (Texas: x0.72, her rows). At most (every configuration to
+    # its 100 iterations) 8.1 h of one core per seed; early stopping may end sooner.
     Job("part3_fig4_large_synthetic", "part3_fig4_large", ("--seeds", "0", "1"),
-        "Diana Fig. 4, Grad on clients over 20,000 rows (Income-A synthetic at ACS size)", 180, splits=True),
+        "Diana Fig. 4, Grad on clients over 20,000 rows (Income-A synthetic at ACS size)", 970, splits=True),
 )
 """The paper-scale commands, in the order they run (cheap and central results first)."""
 
