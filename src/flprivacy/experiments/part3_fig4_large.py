@@ -113,7 +113,6 @@ def phase_grad(model, log, clients, att, c: int, phase: str, s: AIASettings, see
                         seed=child_seed(seed, 12, c), **gkw)
 
 
-
 def attack_point(seed: int, client: int, phase: str, source: str = "synthetic") -> dict:
     """One point: ``seed``'s federation on the census at the paper's size (trained again in every
     point, since it is deterministic and cheaper than the attack), then :func:`phase_grad` of
@@ -189,7 +188,8 @@ def summary(per_seed: list[dict]) -> dict:
 
 
 def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic") -> dict:
-    """The result record from one point per seed; ``seconds`` is the points' summed CPU seconds."""
+    """The result record from one point per seed, large client and phase (:data:`PHASES`);
+    ``seconds`` is the points' summed CPU seconds."""
     start = time.perf_counter()
     pts: dict[int, list[Point]] = {}
     for sd in map(int, seeds):
@@ -211,7 +211,7 @@ def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic"
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
-    p.add_argument("--jobs", type=positive_int, default=1, help="seeds run at once, one process each")
+    p.add_argument("--jobs", type=positive_int, default=1, help="points run at once, one process each")
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
