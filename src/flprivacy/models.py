@@ -103,7 +103,11 @@ class FLModel:
         return m
 
     def init_params(self, seed: int = 0) -> Tensor:
-        """θ^0: the module's default initialisation drawn under ``seed`` (global RNG untouched)."""
+        """θ^0: the module's default initialisation drawn under ``seed`` (global RNG untouched).
+
+        The draw seeds torch's global generator inside ``torch.random.fork_rng``, so it is not
+        safe to call from several threads at once (their draws interleave): hold a lock, as
+        :func:`flprivacy.flower_deploy.deploy` does, or draw θ^0 once and pass it on."""
         check_seed("seed", seed, "init_params")
         m = copy.deepcopy(self.module)
         with torch.random.fork_rng(devices=[]):

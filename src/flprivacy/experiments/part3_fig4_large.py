@@ -187,10 +187,8 @@ def summary(per_seed: list[dict]) -> dict:
             "largest": max(max(p["sizes"]) for p in per_seed)}
 
 
-def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic") -> dict:
-    """The result record from one point per seed, large client and phase (:data:`PHASES`);
-    ``seconds`` is the points' summed CPU seconds."""
-    start = time.perf_counter()
+def plan(seeds: Sequence[int], source: str = "synthetic") -> dict[int, list[Point]]:
+    """Per seed, its points: one per large client (:func:`large_clients`) and phase (:data:`PHASES`)."""
     pts: dict[int, list[Point]] = {}
     for sd in map(int, seeds):
         big = large_clients(sd, source)
@@ -199,6 +197,31 @@ def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic"
                                "the census is too small for this experiment.")
         pts[sd] = [Point(f"seed={sd}_client={c}_{ph}", "flprivacy.experiments.part3_fig4_large:attack_point",
                          (sd, c, ph, source)) for c in big for ph in PHASES]
+    return pts
+
+
+def run_only(seeds: Sequence[int], keys: Sequence[str], jobs: int = 1, source: str = "synthetic") -> list[str]:
+    """Run (or find current) only the points named ``keys`` among :func:`plan`'s (to fit a run into
+    the time at hand: a passive point on California is about 2.5 h of two threads); returns the
+    keys of the plan's points that are still missing. Writes no result file."""
+    from ..config import scale
+    from .points import load_point, points_dir
+
+    pts = [p for ps in plan(seeds, source).values() for p in ps]
+    unknown = sorted(set(keys) - {p.key for p in pts})
+    if unknown:
+        raise ValueError(f"--only: unknown point(s) {unknown}; the points of seeds {list(seeds)} are "
+                         f"{[p.key for p in pts]}.")
+    run_points(NAME, [p for p in pts if p.key in set(keys)], jobs=jobs)
+    folder = points_dir(NAME, scale())
+    return [p.key for p in pts if load_point(folder / f"{p.key}.json", p, scale()) is None]
+
+
+def run_points_of(seeds: Sequence[int], jobs: int = 1, source: str = "synthetic") -> dict:
+    """The result record from one point per seed, large client and phase (:data:`PHASES`);
+    ``seconds`` is the points' summed CPU seconds."""
+    start = time.perf_counter()
+    pts = plan(seeds, source)
     recs = run_points(NAME, [p for ps in pts.values() for p in ps], jobs=jobs)
     per_seed = [seed_record([recs[p.key]["data"] for p in ps]) for ps in pts.values()]
     points_record = provenance(recs)
@@ -212,10 +235,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", nargs="+", type=seed_int, default=None)
     p.add_argument("--jobs", type=positive_int, default=1, help="points run at once, one process each")
+    p.add_argument("--only", nargs="+", default=None, metavar="POINT",
+                   help="run only these points (e.g. seed=0_client=42_active) and write no result file")
     add_threads_option(p)
     args = p.parse_args(argv)
     use_threads(args)
     seeds = tuple(large_settings().seeds if args.seeds is None else args.seeds)
+    if args.only:
+        left = run_only(seeds, args.only, jobs=args.jobs)
+        print(f"{len(left)} point(s) still to run: {' '.join(left) or 'none; run without --only to write the file'}")
+        return {"missing": left}
     out = run_points_of(seeds, jobs=args.jobs)
     sm = out["summary"]
     print(f"  {sm['clients']} large client(s) over {len(seeds)} seed(s): active Grad accuracy between "
