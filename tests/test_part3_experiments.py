@@ -131,9 +131,13 @@ def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tm
     whole = part3_fig4.run([0], grad=True, log=lambda _: None)["per_seed"][0]["per_client"]
     sizes = whole["sizes"]
     monkeypatch.setattr(L, "min_rows", lambda: sorted(sizes)[-3])  # the two largest clients
-    out = L.run_points_of([0])
-    p = out["per_seed"][0]
     big = [c for c, n in enumerate(sizes) if n > sorted(sizes)[-3]]
+    keys = [f"seed=0_client={c}_{ph}" for c in big for ph in L.PHASES]
+    assert L.run_only([0], keys[1:2]) == keys[:1] + keys[2:]  # --only: one point run, three missing
+    with pytest.raises(ValueError, match="unknown point"):
+        L.run_only([0], ["seed=0_client=999_active"])
+    out = L.run_points_of([0])  # the three others
+    p = out["per_seed"][0]
     assert [c["client"] for c in p["large"]] == big and len(big) == 2 and out["points_record"]["points"] == 4
     assert p["passive_ours"] == whole["passive/Ours"] and p["sizes"] == sizes
     task, model, run = L._federation(0, "synthetic", tiny)
