@@ -24,12 +24,14 @@ clients alone.
 
     python -m flprivacy.experiments.part3_fig4_large                              # quick scale
     FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_fig4_large --seeds 0 1 2 --jobs 2
+    FLPRIVACY_SCALE=paper python -m flprivacy.experiments.part3_fig4_large --seeds 0 1 --only seed=0_client=42_active
 
-One point per seed, large client and phase of the attack (:mod:`.points`, resumable: at 36,000
+One point per seed, large client and phase of the attack (:mod:`.points`, resumable). At 36,000
 rows the per-round statistics no longer fit the attack's cache and are recomputed at every
-iteration, so California's passive phase costs about 100 s of one core per iteration, up to 100
-iterations, measured 2026-11-28); each point trains the seed's federation again (deterministic,
-about 10 minutes of one core). Writes
+iteration, so California's passive phase costs about 100 s of one core per iteration (72 s with
+``--threads 2``), up to 100 iterations, measured 2026-11-28: ``--only`` runs the named points, so
+that a session runs the points that fit in it. Each point trains the seed's federation again
+(deterministic, about 10 minutes of one core). Writes
 ``book/results/part3_fig4_large_synthetic[_quick].json`` once every point is there.
 At quick scale the census has 8,000 people and the threshold is :data:`QUICK_MIN_ROWS` rows (the
 largest one or two clients), to exercise the same code.
