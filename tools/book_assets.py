@@ -142,7 +142,20 @@ def theme_mode(app, config) -> None:
     config.html_context.setdefault("default_mode", "auto")
 
 
+def declare_multitoc_parallel_safe(app) -> None:
+    """sphinx-external-toc (1.1.0) always loads sphinx-multitoc-numbering, which does not declare
+    whether Sphinx may read in parallel, so `sphinx-build -j 2` falls back to a serial read with a
+    warning (an error under -W): executablebooks/sphinx-multitoc-numbering#27,
+    sphinx-external-toc#115, both open. Its ``setup`` only replaces
+    ``TocTreeCollector.assign_section_numbers``, which Sphinx calls once, in the main process,
+    after every document is read: it keeps no state of its own during the read, so it is safe."""
+    ext = app.extensions.get("sphinx_multitoc_numbering")
+    if ext is not None and ext.parallel_read_safe is None:
+        ext.parallel_read_safe = True
+
+
 def setup(app):
+    declare_multitoc_parallel_safe(app)
     app.connect("config-inited", theme_mode)
     app.add_css_file("book.css", priority=900)
     app.connect("build-finished", write_css)
