@@ -135,6 +135,10 @@ class Browser:
         self.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height,
                   deviceScaleFactor=1, mobile=False)
         self.send("Page.navigate", session, url=url)
+        return self.wait(session, until, budget_s), session
+
+    def wait(self, session: str, until: str, budget_s: float):
+        """The value of the JavaScript expression ``until`` once truthy, or None after ``budget_s``."""
         deadline, value = time.monotonic() + budget_s, None
         while time.monotonic() < deadline:
             value = self.send("Runtime.evaluate", session, check=False, expression=until, awaitPromise=True,
@@ -142,7 +146,7 @@ class Browser:
             if value:
                 break
             time.sleep(0.1)
-        return (value or None), session
+        return value or None
 
     def close(self, session: str) -> None:
         target = self.send("Target.getTargetInfo", session)["targetInfo"]["targetId"]
@@ -194,16 +198,6 @@ READY = """(async () => { if (location.protocol !== 'file:' || document.readySta
   return true; })()"""
 
 
-def screenshot(page_url: str, shot: Path, width: int, height: int) -> None:
-    """A screenshot of the page once it is ready (what a reader sees first)."""
-    b = browser()
-    _, session = b.open(page_url, width, height, READY, 60)   # not ready in 60 s: the screenshot shows why
-    try:
-        b.screenshot(session, shot)
-    finally:
-        b.close(session)
-
-
 @pytest.fixture(scope="module")
 def site() -> Path:
     """The built HTML folder: $FLPRIVACY_SITE, or `make book` (the reader's command) in this checkout.
@@ -226,9 +220,13 @@ def site() -> Path:
     return ROOT / "_build" / "html"
 
 
+def artifacts_dir() -> Path:
+    return Path(os.environ.get("FLPRIVACY_ARTIFACTS", ROOT / "_build" / "site-test"))
+
+
 @pytest.fixture(scope="module")
 def artifacts() -> Path:
-    path = Path(os.environ.get("FLPRIVACY_ARTIFACTS", ROOT / "_build" / "site-test"))
+    path = artifacts_dir()
     (path / "screenshots").mkdir(parents=True, exist_ok=True)
     return path
 
@@ -319,11 +317,9 @@ def test_page_renders_offline_with_math_figures_and_working_links(site, artifact
         target = (page.parent / unquote(u.path)).resolve()
         if not target.exists():
             problems.append(f"{doc}: link {href} does not resolve")
-    if doc in KEY_PAGES:
-        shot = artifacts / "screenshots" / (doc.replace("/", "_") + ".png")
-        screenshot(page.as_uri(), shot, 1280, 1600)
-        if not shot.is_file() or shot.stat().st_size == 0:
-            problems.append(f"{doc}: no screenshot")
+    shot = shot_path(doc, 1280)   # taken by rendered(), in the same load
+    if shot is not None and (not shot.is_file() or shot.stat().st_size == 0):
+        problems.append(f"{doc}: no screenshot")
     assert not problems, f"{len(problems)} problems in the rendered page:\n" + "\n".join(problems)
 
 
@@ -360,15 +356,18 @@ def test_no_build_paths_in_the_pages(site):
 # --- per page: what a reader sees, solutions opened (issue 23) --------------------------------
 
 # The probe: first in <head>, it records every console error and uncaught error (a script parse
-# error such as a duplicate `const` included); after load it opens every hidden solution, lets
-# MathJax typeset them, then measures tables, images and overflow and writes its findings into
-# the DOM (body[data-flp]) for --dump-dom to return.
+# error such as a duplicate `const` included); once the test signals (window.__flp_go, set after
+# the page is READY and its screenshot taken, so one load serves both) it opens every hidden
+# solution, lets MathJax typeset them, then measures tables, images and overflow and writes its
+# findings into the DOM (body[data-flp]).
 PROBE_HEAD = """<script>window.__flp = {errors: []};
 addEventListener('error', e => __flp.errors.push(e.message ? (e.message + ' (' + String(e.filename || '').split('/').pop()
   + ':' + e.lineno + ')') : ('resource failed to load: ' + ((e.target && (e.target.src || e.target.href)) || '?'))), true);
 (function () { const o = console.error; console.error = function (...a) { __flp.errors.push(a.map(String).join(' '));
   return o.apply(console, a); }; })();</script>"""
-PROBE_BODY = """<script>addEventListener('load', () => setTimeout(async () => {
+PROBE_BODY = """<script>addEventListener('load', () => { const go = setInterval(async () => {
+  if (!window.__flp_go) return;   // the test sets it once the page is ready (and screenshot)
+  clearInterval(go);
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   document.querySelectorAll('details').forEach(d => d.open = true);
   try { if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; await MathJax.typesetPromise(); } }
@@ -393,7 +392,7 @@ PROBE_BODY = """<script>addEventListener('load', () => setTimeout(async () => {
       const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') { box = a; break; } }
     return {cls: String(t.className), width: t.scrollWidth, boxed: box !== t, boxRight: Math.round(box.getBoundingClientRect().right)}; });
   document.body.setAttribute('data-flp', JSON.stringify(r));
-}, 500));</script>"""
+}, 50); });</script>"""
 
 RAW_TEX = re.compile(r"\\\(|\\\[|\$\$|\\(?:frac|mathbb|mathcal|mathrm|mathbf|boldsymbol|operatorname|sum|prod|int|cos|sin|"
                      r"log|exp|theta|alpha|beta|gamma|delta|eta|lambda|sigma|mu|nabla|partial|left|right|top|cdot|"
@@ -413,17 +412,29 @@ def _phone_wrapper(page: Path, target: Path, height: int) -> Path:
     return wrap
 
 
-def _probe(site: Path, doc: str, width: int, budget_ms: int) -> tuple[dict, str]:
+GO = "(() => { for (const w of [window, ...Array.from(window.frames)]) w.__flp_go = true; return true; })()"
+HEIGHT = 1600   # px, the window of the probes and of the screenshots (what a reader sees first)
+
+
+def _probe(site: Path, doc: str, width: int, budget_ms: int, shot: Path | None = None) -> tuple[dict, str]:
+    """One load of the page at ``width``: once READY, the screenshot ``shot`` (solutions still
+    closed), then the probe's findings and (desktop) the DOM with solutions open."""
     page = site / (doc + ".html")
     text = page.read_text()
     probe = page.with_name(f".probe-{os.getpid()}-{width}-{page.name}")
     probe.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1).replace("</body>", PROBE_BODY + "</body>", 1))
-    opened = _phone_wrapper(page, probe, 1200) if width <= PHONE else probe
+    opened = _phone_wrapper(page, probe, HEIGHT) if width <= PHONE else probe
     b = browser()
+    deadline = time.monotonic() + budget_ms / 1000
     try:
-        found, session = b.open(opened.as_uri(), max(width, 500), 1200,
-                                "document.body && document.body.getAttribute('data-flp')", budget_ms / 1000)
+        # not ready within the budget: the screenshot shows why, and the probe still runs
+        _, session = b.open(opened.as_uri(), max(width, 500), HEIGHT, READY, budget_ms / 1000)
         try:
+            if shot is not None:
+                b.screenshot(session, shot)
+            b.send("Runtime.evaluate", session, check=False, expression=GO, returnByValue=True)
+            found = b.wait(session, "document.body && document.body.getAttribute('data-flp')",
+                           max(deadline - time.monotonic(), 5.0))
             dom = b.dom(session) if width > PHONE else ""   # the probe's findings are all a phone check needs
         finally:
             b.close(session)
@@ -436,12 +447,27 @@ def _probe(site: Path, doc: str, width: int, budget_ms: int) -> tuple[dict, str]
 _RENDERED: dict[tuple[str, int], tuple[dict, str]] = {}
 
 
+def shot_path(doc: str, width: int) -> Path | None:
+    """Where the screenshot of ``doc`` at ``width`` is saved: the key pages at desktop width,
+    every chapter at 400 px; None for the others."""
+    shots = artifacts_dir() / "screenshots"
+    if width > PHONE and doc in KEY_PAGES:
+        return shots / (doc.replace("/", "_") + ".png")
+    if width <= PHONE and doc.startswith("book/part"):
+        return shots / (f"{PHONE}px_" + doc.replace("/", "_") + ".png")
+    return None
+
+
 def rendered(site: Path, doc: str, width: int = 1280) -> tuple[dict, str]:
     """The probe's findings and the DOM, for the page at a window width (retried with longer
-    budgets while MathJax or the probe has not finished on a busy machine)."""
+    budgets while MathJax or the probe has not finished on a busy machine); the same load saves
+    the page's screenshot (:func:`shot_path`)."""
     if (doc, width) not in _RENDERED:
+        shot = shot_path(doc, width)
+        if shot is not None:
+            shot.parent.mkdir(parents=True, exist_ok=True)
         for budget in (20000, 60000, 180000):
-            found, dom = _probe(site, doc, width, budget)
+            found, dom = _probe(site, doc, width, budget, shot)
             parsed = Page()
             parsed.feed(dom)
             if found and not RAW_MATH.search(html.unescape(" ".join(parsed.text))):
@@ -513,14 +539,8 @@ def test_images_shown_at_half_their_size_or_more(site, doc):
 @pytest.mark.parametrize("doc", pages_for("overflow"))
 def test_no_horizontal_overflow_on_a_phone(site, artifacts, doc):
     found = _found(site, doc, width=PHONE)
-    if doc.startswith("book/part"):
-        page = site / (doc + ".html")
-        shot = artifacts / "screenshots" / (f"{PHONE}px_" + doc.replace("/", "_") + ".png")
-        wrap = _phone_wrapper(page, page, 1600)
-        try:
-            screenshot(wrap.as_uri(), shot, 500, 1600)
-        finally:
-            wrap.unlink(missing_ok=True)
+    shot = shot_path(doc, PHONE)   # taken by rendered(), in the same load
+    if shot is not None:
         assert shot.is_file() and shot.stat().st_size > 0, f"{doc}: no 400 px screenshot"
     assert found["scrollWidth"] <= found["width"] + 1 and not found["overflow"], (
         f"{doc}: at {PHONE} px the page is {found['scrollWidth']} px wide; elements past the right edge (make them "
