@@ -96,7 +96,8 @@ browser:
 # Each chapter executes once: pytest (two workers, pyproject.toml; one math thread each) runs the
 # unit tests and every notebook under nbval, storing each passing notebook's execution in the
 # book's cache (conftest.py); the book build then only renders, in two Sphinx processes
-# (tools/build_book.py), and the browser test checks the pages on two workers. The build's and the browser test's failures both count.
+# (tools/build_book.py), and the browser test checks the pages on two workers. The build's and
+# the browser test's failures both count.
 test: install browser book-cache compiled
 	export OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1}; rc=0; \
 	FLPRIVACY_CACHE_EXECUTIONS=_build/.jupyter_cache $(BIN)/python -m pytest --ignore=tests/test_site.py || rc=1; \

@@ -224,13 +224,6 @@ def artifacts_dir() -> Path:
     return Path(os.environ.get("FLPRIVACY_ARTIFACTS", ROOT / "_build" / "site-test"))
 
 
-@pytest.fixture(scope="module")
-def artifacts() -> Path:
-    path = artifacts_dir()
-    (path / "screenshots").mkdir(parents=True, exist_ok=True)
-    return path
-
-
 class Page(HTMLParser):
     """Text outside code, scripts and typeset math; images; links; error outputs."""
 
@@ -282,7 +275,7 @@ def source_of(doc: str) -> str:
 
 
 @pytest.mark.parametrize("doc", [pytest.param(d, id=d, marks=pytest.mark.xdist_group(d)) for d in toc_files()])
-def test_page_renders_offline_with_math_figures_and_working_links(site, artifacts, doc):
+def test_page_renders_offline_with_math_figures_and_working_links(site, doc):
     problems: list[str] = []
     page = site / (doc + ".html")
     assert page.is_file(), f"{doc}: page {page.name} was not built"
@@ -537,7 +530,7 @@ def test_images_shown_at_half_their_size_or_more(site, doc):
 
 
 @pytest.mark.parametrize("doc", pages_for("overflow"))
-def test_no_horizontal_overflow_on_a_phone(site, artifacts, doc):
+def test_no_horizontal_overflow_on_a_phone(site, doc):
     found = _found(site, doc, width=PHONE)
     shot = shot_path(doc, PHONE)   # taken by rendered(), in the same load
     if shot is not None:

@@ -2,7 +2,7 @@
 
 Jupyter Book 1.0's command line has no ``-j``; its ``build_sphinx`` takes ``jobs`` and passes it
 to Sphinx as ``parallel``. `make test` renders the book with two processes once pytest has filled
-the execution cache (measured in the README's CI table). `make book` keeps one: a chapter missing
+the execution cache. `make book` keeps one: a chapter missing
 from the cache is executed during the read, and two processes would execute two chapters into
 one jupyter-cache database at once.
 
