@@ -8,7 +8,7 @@ import torch
 
 from flprivacy import ClientData, LocalSGD, SendBack, linear_regression, logistic_regression, mlp, run_fedavg
 from flprivacy.batched import supports
-from flprivacy.models import lenet5
+from flprivacy.models import FLModel, lenet5
 from flprivacy.stack import LinearStack
 
 
@@ -97,6 +97,42 @@ def test_hand_written_gradient_equals_autograd_per_client(make, kind):
     # no mask, X shared by all models
     loss, G = stack.loss_and_grad(thetas, X[0], y[0])
     torch.testing.assert_close(G[2], model.grad(thetas[2], X[0], y[0]), rtol=1e-12, atol=1e-12)
+
+
+def _mlp_with(activation: type[torch.nn.Module], n_outputs: int, loss: str) -> FLModel:
+    lin = lambda i, o: torch.nn.Linear(i, o, dtype=torch.float64)  # noqa: E731
+    return FLModel(torch.nn.Sequential(lin(6, 9), activation(), lin(9, n_outputs)), loss)
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda: _mlp_with(torch.nn.Sigmoid, 3, "cross_entropy"), "class"),
+    (lambda: _mlp_with(torch.nn.Tanh, 1, "bce"), "bin"),
+], ids=["sigmoid MLP cross-entropy", "tanh MLP bce"])
+def test_autograd_path_equals_autograd_per_client(make, kind):
+    """Activations without a hand-written derivative take LinearStack's autograd path, whose risk
+    (LinearStack.loss) must also count only each model's real rows (mask 1) and average over them.
+    float64: agreement to 1e-12."""
+    model = make()
+    stack = LinearStack(model)
+    assert not stack._manual
+    g = torch.Generator().manual_seed(1)
+    thetas = torch.stack([model.init_params(s) for s in range(3)])
+    X = torch.randn(3, 10, 6, generator=g, dtype=torch.float64)
+    y = (torch.randint(0, 3, (3, 10), generator=g) if kind == "class"
+         else torch.randint(0, 2, (3, 10), generator=g).double())
+    mask = torch.ones(3, 10, dtype=torch.float64)
+    mask[0, 4:] = 0  # model 0 sees 4 real rows, model 2 sees 9
+    mask[2, 9:] = 0
+    loss, G = stack.loss_and_grad(thetas, X, y, mask)
+    torch.testing.assert_close(loss, stack.loss(thetas, X, y, mask), rtol=0, atol=0)
+    for m, rows in ((0, 4), (1, 10), (2, 9)):
+        torch.testing.assert_close(G[m], model.grad(thetas[m], X[m, :rows], y[m, :rows]), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(loss[m], model.loss(thetas[m], X[m, :rows], y[m, :rows]), rtol=1e-12, atol=1e-12)
+    # no mask, X shared by all models: the risk is the mean over all rows
+    loss, G = stack.loss_and_grad(thetas, X[0], y[0])
+    for m in range(3):
+        torch.testing.assert_close(G[m], model.grad(thetas[m], X[0], y[0]), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(loss[m], model.loss(thetas[m], X[0], y[0]), rtol=1e-12, atol=1e-12)
 
 
 def test_batched_refuses_what_it_cannot_train():
