@@ -198,6 +198,33 @@ def test_splits():
         split_iid(3, 5)
 
 
+def test_splits_are_random_disjoint_and_sized():
+    """split_iid is a random permutation cut into parts (not the rows in order), and ``sizes`` are
+    the parts' sizes; train_val_split keeps at least one training row whatever the fraction."""
+    parts = split_iid(103, 4, seed=0)
+    assert not torch.equal(torch.cat(parts), torch.arange(103))  # the identity has probability 1/103!
+    sized = split_iid(50, 3, seed=2, sizes=[10, 20, 5])
+    assert [len(p) for p in sized] == [10, 20, 5] and len(set(torch.cat(sized).tolist())) == 35
+    c = train_val_split(torch.randn(3, 2), torch.randn(3), 0.9, seed=0)  # round(2.7) = 3 rows asked for
+    assert c.n == 1 and c.X_val.shape[0] == 2
+
+
+def test_sensitive_attribute_candidates_and_fill():
+    """A one-hot attribute's candidate k is the k-th unit vector of its columns (indices name
+    categories in tables), and fill returns a copy with the values set, leaving its input as it was."""
+    from flprivacy.data.attributes import SensitiveAttribute
+
+    att = SensitiveAttribute.one_hot([1, 2, 3])
+    X = torch.zeros(3, 5)
+    X[0, 1] = X[1, 3] = X[2, 2] = 1.0
+    assert torch.equal(att.candidates, torch.eye(3, dtype=torch.float64))
+    assert att.true_index(X).tolist() == [0, 2, 1]
+    before = X.clone()
+    out = att.fill(X, torch.tensor([2, 2, 0]))
+    assert torch.equal(X, before)
+    assert att.true_index(out).tolist() == [2, 2, 0] and torch.equal(out[:, [0, 4]], X[:, [0, 4]])
+
+
 def test_synthetic_generators_are_seeded():
     a, b = toy_least_squares(seed=3), toy_least_squares(seed=3)
     assert torch.equal(a.clients[0].X, b.clients[0].X) and a.clients[0].X.shape == (1024, 10)
