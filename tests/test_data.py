@@ -156,7 +156,7 @@ def test_adult(data_file):
 def test_mnist_test_split(data_file):
     data_file("mnist/t10k-images-idx3-ubyte.gz")
     x, y = load_mnist("test", n=20)
-    assert x.shape == (20, 1, 28, 28) and 0 <= x.min() and x.max() <= 1
+    assert x.shape == (20, 1, 28, 28) and x.min() == 0 and x.max() == 1  # bytes 0..255, both present
     assert y[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
 
 
@@ -171,7 +171,9 @@ def test_cifar10_announces_the_jpeg_copy(data_file):
 
 def test_digits_ship_with_scikit_learn():
     x, y = load_digits(n=10)
-    assert x.shape == (10, 1, 8, 8) and x.max() <= 1
+    assert x.shape == (10, 1, 8, 8) and x.min() == 0 and x.max() == 1  # scikit-learn's 0..16, both present
+    with pytest.raises(ValueError, match="positive number"):
+        load_digits(n=-3)
 
 
 # ---- encoding, splits, synthetic -------------------------------------------------------------------
