@@ -75,3 +75,47 @@ def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_pa
     monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
     record = json.loads(save_result("demo", {"x": 1}, seeds=[0]).read_text())
     assert record["commit"] == experiments.git_commit()
+
+
+def test_scale_is_read_case_insensitively(monkeypatch):
+    monkeypatch.setenv("FLPRIVACY_SCALE", " Paper ")
+    assert config.scale() == "paper" and config.at_scale(1, 2) == 2
+    monkeypatch.setenv("FLPRIVACY_SCALE", "QUICK")
+    assert config.scale() == "quick" and config.at_scale(1, 2) == 1
+
+
+def test_seed_streams_are_reproducible_and_independent():
+    """child_seed gives one stream per key sequence (order matters), the same every call; the
+    server's sampling and each client's shuffling draw from their own streams."""
+    import torch
+
+    s = 7
+    kids = [config.child_seed(s, k) for k in range(50)]
+    assert len(set(kids)) == 50 and config.child_seed(s) not in kids[1:]
+    # NumPy's SeedSequence reads the keys as one integer, so trailing zero keys add nothing (the
+    # caveat in child_seed's docstring): client 0's shuffling stream (2, 0) is the stream (2)
+    assert config.child_seed(s, 2, 0) == config.child_seed(s, 2) and config.child_seed(s, 0) == config.child_seed(s)
+    assert config.child_seed(s, 1, 2) != config.child_seed(s, 2, 1)
+    assert kids == [config.child_seed(s, k) for k in range(50)]
+    assert torch.equal(torch.rand(5, generator=config.generator(s)), torch.rand(5, generator=config.generator(s)))
+    draws = [torch.rand(8, generator=g) for g in (config.server_generator(s), config.client_generator(s, 0),
+                                                  config.client_generator(s, 1))]
+    assert not any(torch.equal(a, b) for i, a in enumerate(draws) for b in draws[i + 1:])
+
+
+def test_a_clients_shuffling_does_not_depend_on_the_other_clients():
+    """The reason for per-client streams: adding a client leaves client 0's mini-batch order, and
+    so her first reply, unchanged (same θ^0, same data, same stream)."""
+    import torch
+
+    from flprivacy import ClientData, LocalSGD, linear_regression, run_fedavg
+
+    g = torch.Generator().manual_seed(0)
+    clients = [ClientData(torch.randn(n, 3, generator=g, dtype=torch.float64),
+                          torch.randn(n, generator=g, dtype=torch.float64)) for n in (12, 9, 15)]
+    local = LocalSGD(lr=0.1, epochs=1, batch_size=4)
+    two = run_fedavg(linear_regression(3), clients[:2], rounds=1, local=local, seed=3)
+    three = run_fedavg(linear_regression(3), clients, rounds=1, local=local, seed=3)
+    assert torch.equal(two.log.exchange(0, 0).returned, three.log.exchange(0, 0).returned)
+    other = run_fedavg(linear_regression(3), clients[:2], rounds=1, local=local, seed=4)
+    assert not torch.equal(two.log.exchange(0, 0).returned, other.log.exchange(0, 0).returned)

@@ -132,7 +132,11 @@ def child_seed(seed: int, *keys: int) -> int:
     """A seed derived from ``seed`` and integer ``keys`` (e.g. a client index).
 
     Independent streams per client keep a client's randomness unchanged when, for example,
-    another client is added or the sampling of clients changes. Uses NumPy's ``SeedSequence``.
+    another client is added or the sampling of clients changes. Uses NumPy's ``SeedSequence``,
+    which reads ``(seed, *keys)`` as the digits of one integer: trailing zero keys add nothing,
+    so ``child_seed(s, 2, 0) == child_seed(s, 2)`` (client 0's shuffling stream is the stream a
+    chapter gets from ``child_seed(s, 2)``). Give streams that must differ keys that differ
+    before any trailing zeros.
     """
     check_seed("seed", seed, "child_seed")
     if any(int(k) < 0 for k in keys):
