@@ -120,13 +120,18 @@ def write_pums(path: Path, n: int = 50, seed: int = 0) -> pd.DataFrame:
 
 
 def test_acs_income_parses_a_pums_file(empty_data_dir, offline):
-    raw = write_pums(empty_data_dir / "acs_income/2018/1-Year/psam_p22.csv", n=2_500)  # >= ACS_MIN_ROWS
+    path = empty_data_dir / "acs_income/2018/1-Year/psam_p22.csv"
+    raw = write_pums(path, n=2_500)  # >= ACS_MIN_ROWS
+    raw["COW"] = raw["COW"].astype(float)
+    raw.loc[raw.index[::5], "COW"] = float("nan")  # a blank field, as PUMS leaves inapplicable ones
+    raw.to_csv(path, index=False)
     df = load_acs_income(["LA"])
     keep = raw[(raw.AGEP > 16) & (raw.PINCP > 100) & (raw.WKHP > 0) & (raw.PWGTP >= 1)]
     assert len(df) == len(keep) > 0
     assert list(df.columns) == ["AGEP", "COW", "SCHL", "MAR", "OCCP", "POBP", "RELP", "WKHP", "SEX", "RAC1P",
                                 "ST", "PINCP"]
     assert df.PINCP.tolist() == keep.PINCP.astype(float).tolist()  # raw income, not binarised
+    assert (df.COW == -1).sum() == keep.COW.isna().sum() > 0  # folktables codes a blank feature as -1
 
 
 def test_acs_missing_file_gives_the_fetch_command(empty_data_dir, offline):
@@ -177,6 +182,19 @@ def test_digits_ship_with_scikit_learn():
 
 
 # ---- encoding, splits, synthetic -------------------------------------------------------------------
+def test_encode_scales_orders_and_labels():
+    """Standardised columns have mean 0 and (population) standard deviation 1; one-hot columns and
+    class labels follow the sorted values, not their order of appearance; the target is divided
+    by target_scale."""
+    df = pd.DataFrame({"age": [20.0, 30.0, 70.0, 40.0], "region": ["s", "n", "s", "e"], "y": [10.0, 20.0, 30.0, 40.0],
+                       "label": ["b", "a", "b", "c"]})
+    t = encode(df.drop(columns="label"), "y", categorical=["region"], standardize=["age"], target_scale=10.0)
+    assert t.feature_names == ["age", "region=e", "region=n", "region=s"]
+    assert abs(float(t.X[:, 0].mean())) < 1e-6 and abs(float(t.X[:, 0].std(unbiased=False)) - 1) < 1e-6
+    assert t.y.tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert encode(df[["age", "label"]], "label").y.tolist() == [1, 0, 1, 2]
+
+
 def test_encode_groups_columns():
     df = pd.DataFrame({"age": [20, 30, 40], "region": ["n", "s", "n"], "smoker": ["yes", "no", "no"],
                        "y": [1.0, 2.0, 3.0]})
