@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from flprivacy import config
 from flprivacy.experiments import load_result, result_path, save_result
@@ -87,8 +88,6 @@ def test_scale_is_read_case_insensitively(monkeypatch):
 def test_seed_streams_are_reproducible_and_independent():
     """child_seed gives one stream per key sequence (order matters), the same every call; the
     server's sampling and each client's shuffling draw from their own streams."""
-    import torch
-
     s = 7
     kids = [config.child_seed(s, k) for k in range(50)]
     assert len(set(kids)) == 50 and config.child_seed(s) not in kids[1:]
@@ -106,8 +105,6 @@ def test_seed_streams_are_reproducible_and_independent():
 def test_a_clients_shuffling_does_not_depend_on_the_other_clients():
     """The reason for per-client streams: adding a client leaves client 0's mini-batch order, and
     so her first reply, unchanged (same θ^0, same data, same stream)."""
-    import torch
-
     from flprivacy import ClientData, LocalSGD, linear_regression, run_fedavg
 
     g = torch.Generator().manual_seed(0)

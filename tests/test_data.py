@@ -105,7 +105,9 @@ def test_unreachable_source_reports_the_attempt(tmp_path):
 
 
 # ---- ACS Income through folktables, on a generated file in the PUMS layout -------------------------
-def write_pums(path: Path, n: int = 50, seed: int = 0) -> pd.DataFrame:
+def write_pums(path: Path, n: int = 50, seed: int = 0, blank_cow_every: int | None = None) -> pd.DataFrame:
+    """A PUMS person file of ``n`` random rows; with ``blank_cow_every`` = k, every k-th row's
+    COW is left blank, as PUMS leaves inapplicable fields."""
     g = torch.Generator().manual_seed(seed)
     r = lambda lo, hi: torch.randint(lo, hi, (n,), generator=g).numpy()  # noqa: E731
     df = pd.DataFrame({
@@ -114,17 +116,17 @@ def write_pums(path: Path, n: int = 50, seed: int = 0) -> pd.DataFrame:
         "POBP": r(1, 60), "RELP": r(0, 18), "WKHP": r(0, 60), "SEX": r(1, 3), "RAC1P": r(1, 10),
         "PINCP": r(-1000, 200000),
     })
+    if blank_cow_every:
+        df["COW"] = df["COW"].astype(float)
+        df.loc[df.index[::blank_cow_every], "COW"] = float("nan")
     path.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(path, index=False)
     return df
 
 
 def test_acs_income_parses_a_pums_file(empty_data_dir, offline):
-    path = empty_data_dir / "acs_income/2018/1-Year/psam_p22.csv"
-    raw = write_pums(path, n=2_500)  # >= ACS_MIN_ROWS
-    raw["COW"] = raw["COW"].astype(float)
-    raw.loc[raw.index[::5], "COW"] = float("nan")  # a blank field, as PUMS leaves inapplicable ones
-    raw.to_csv(path, index=False)
+    raw = write_pums(empty_data_dir / "acs_income/2018/1-Year/psam_p22.csv", n=2_500,  # >= ACS_MIN_ROWS
+                     blank_cow_every=5)
     df = load_acs_income(["LA"])
     keep = raw[(raw.AGEP > 16) & (raw.PINCP > 100) & (raw.WKHP > 0) & (raw.PWGTP >= 1)]
     assert len(df) == len(keep) > 0
