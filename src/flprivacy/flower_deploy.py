@@ -55,7 +55,11 @@ APP_DIR = Path(__file__).resolve().parents[2] / "deploy"  # the Flower App folde
 # FLWR_SUPEREXEC_TASK_POLL_INTERVAL s (default 1 s, paid once per message). An idle SuperLink and
 # its SuperExec then use ~1.5% of a core (measured: 4% at 0.1 s, 0.4% at 1 s), and so does each SuperNode.
 POLL_S = 0.25
-TASK_POLL = {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(POLL_S)}
+# Every Flower process (each ClientApp too: one per message) would also send a usage event to
+# telemetry.flower.ai, running `file -b` on the Python binary to describe the machine, and ask PyPI
+# for a newer flwr. A privacy book's deployment sends nothing to anyone: both are turned off.
+FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1",
+              "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": str(POLL_S)}
 _BIN = Path(sys.executable).parent
 _INIT_LOCK = threading.Lock()
 """Held while :func:`deploy` draws θ^0: ``FLModel.init_params`` seeds torch's global generator inside
@@ -230,12 +234,12 @@ class Deployment:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ, FLWR_HOME=str(self.workdir / "flwr_home"), PYTHONUNBUFFERED="1",
-                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **TASK_POLL)
+                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), **FLOWER_ENV)
         env["PATH"] = f"{_BIN}{os.pathsep}{env.get('PATH', '')}"  # flwr-serverapp / flwr-clientapp
         return env
 
     def _start(self, name: str, argv: list[str]) -> subprocess.Popen:
-        self.commands.append(" ".join(f"{k}={v}" for k, v in TASK_POLL.items()) + " " + self.shown(argv))
+        self.commands.append(" ".join(f"{k}={v}" for k, v in FLOWER_ENV.items()) + " " + self.shown(argv))
         log = open(self.workdir / f"{name}.log", "wb")
         p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self._env(), cwd=self.workdir,
                              start_new_session=True)
