@@ -542,6 +542,9 @@ def run_flower(
     on an :class:`InProcessGrid`, or with ``backend="ray"`` on Flower's Simulation Engine
     (``flwr.simulation.run_simulation``; needs ``pip install flwr[simulation]``) with
     ``backend_config`` (e.g. ``{"client_resources": {"num_cpus": 1, "num_gpus": 0.0}}``).
+    ``run_simulation`` sends a usage event to Flower's servers unless ``FLWR_TELEMETRY_ENABLED=0``
+    is in the environment before flwr is first imported (the in-process backend sends nothing;
+    :func:`flprivacy.flower_deploy.deploy` turns it off for every process it starts).
     With full participation (``clients_per_round=None``), the same ``seed`` and the same
     deterministic ``local``, the returned log equals :func:`~flprivacy.federation.run_fedavg`'s to float precision
     (the two aggregate in a different order). With partial participation Flower samples the
