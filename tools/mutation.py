@@ -9,7 +9,7 @@ the file is edited, the given test command runs, and the file is restored; a mut
     python tools/mutation.py tests/mutants/*.py --json mutation.json   # each file's own TESTS command
 
 A mutants file defines ``MUTANTS = [Mutant(...), ...]`` and optionally ``TESTS`` (the default
-command, a list of arguments run from the repository root).
+command, a list of arguments run from the repository root; usually ``pytest_command(test files)``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ class Mutant:
     old: str
     new: str
     why: str = ""  # the equation or step it breaks
+
+
+def pytest_command(*args: str) -> list[str]:
+    """The command a mutants file's ``TESTS`` usually is: this Python's pytest on ``args`` (test
+    files, ``-k`` expressions), stopping at the first failure, without the suite's ``addopts`` (no
+    test workers, no notebooks) and without pytest's cache."""
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args]
 
 
 def load(path: Path) -> tuple[list[Mutant], list[str] | None]:

@@ -9,9 +9,7 @@ Run from the repository root (Opacus must be importable):
 Each mutant breaks one constant, sign, normalisation or step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 DEF = "src/flprivacy/defences.py"
 PIPE = "src/flprivacy/experiments/part3_pipeline.py"
@@ -20,8 +18,7 @@ T3 = "src/flprivacy/experiments/part3_table3.py"
 F3 = "src/flprivacy/experiments/part3_fig3.py"
 CEN = "src/flprivacy/data/census.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_part3_dp.py", "tests/test_part3_dp_replay.py"]
+TESTS = pytest_command("tests/test_part3_dp.py", "tests/test_part3_dp_replay.py")
 
 MUTANTS = [
     # ---- DP-SGD through Opacus (App. C.4) ------------------------------------------------------------

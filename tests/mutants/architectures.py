@@ -8,16 +8,13 @@ Run in a private clone (it edits files in place):
 Each mutant breaks one piece of the architecture, the replay check, the scoring or a rule; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 MOD = "src/flprivacy/models.py"
 EXP = "src/flprivacy/experiments/part4_architectures.py"
 LED = "src/flprivacy/ledger/wilson_architectures.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_architectures.py"]
+TESTS = pytest_command("tests/test_architectures.py")
 
 MUTANTS = [
     # ---- ResNet-9: He et al.'s basic blocks, one per stage (the authors' [1, 1, 1, 1]) ----------------

@@ -9,9 +9,7 @@ Not listed (equivalent): AGIC's step size η E B; a single step's direction does
 its size and AGIC's loss is a cosine per layer, so any step size gives the same attack.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 AWA = "src/flprivacy/attacks/awa.py"
 MOD = "src/flprivacy/models.py"
@@ -19,8 +17,7 @@ SONG = "src/flprivacy/ledger/song.py"
 DIAG = "src/flprivacy/experiments/awa_diagnostics.py"
 INV = "src/flprivacy/attacks/inversion.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_awa.py"]
+TESTS = pytest_command("tests/test_awa.py")
 
 MUTANTS = [
     # ---- §3 scenarios -------------------------------------------------------------------------------

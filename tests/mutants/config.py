@@ -7,14 +7,11 @@ Run in a private clone (it edits files in place):
     PYTHONPATH=$PWD/src:$PWD python tools/mutation.py tests/mutants/config.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 CF = "src/flprivacy/config.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_config.py", "tests/test_data.py"]
+TESTS = pytest_command("tests/test_config.py", "tests/test_data.py")
 
 MUTANTS = [
     Mutant("at_scale_swapped", CF, '    return paper if scale() == "paper" else quick\n',

@@ -10,14 +10,11 @@ The MNIST tests need the data directory (CI sets it); without it they are skippe
 mutants survive.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 IM = "src/flprivacy/data/images.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_data.py"]
+TESTS = pytest_command("tests/test_data.py")
 
 MUTANTS = [
     Mutant("mnist_scale_256", IM, "torch.from_numpy(images.copy()).float().div_(255)",

@@ -10,15 +10,13 @@ Run in a private clone (it edits files in place):
 Each mutant breaks one rule; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 AT = "src/flprivacy/data/attributes.py"
 SP = "src/flprivacy/data/splits.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_data.py", "tests/test_inference.py", "tests/test_part2_common.py", "tests/test_bad_inputs.py"]
+TESTS = pytest_command("tests/test_data.py", "tests/test_inference.py", "tests/test_part2_common.py",
+                       "tests/test_bad_inputs.py")
 
 MUTANTS = [
     # ---- the sensitive attribute ----------------------------------------------------------------------

@@ -9,14 +9,11 @@ Run in a private clone (it edits files in place):
     PYTHONPATH=$PWD/src:$PWD FLPRIVACY_DATA_DIR=../shared/data python tools/mutation.py tests/mutants/data_tabular.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 TA = "src/flprivacy/data/tabular.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_data.py", "tests/test_part3_data.py"]
+TESTS = pytest_command("tests/test_data.py", "tests/test_part3_data.py")
 
 MUTANTS = [
     Mutant("standardize_not_scaled", TA, "                x = (x - x.mean()) / (x.std() or 1.0)\n",

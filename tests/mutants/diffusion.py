@@ -8,15 +8,12 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 DIF = "src/flprivacy/diffusion.py"
 WIL = "src/flprivacy/ledger/wilson.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_ddrm_closed_form.py", "tests/test_diffusion.py"]
+TESTS = pytest_command("tests/test_ddrm_closed_form.py", "tests/test_diffusion.py")
 
 MUTANTS = [
     # ---- the measurement operator H = (B⁺C) ⊗ (B⁺C) ------------------------------------------------

@@ -10,16 +10,13 @@ local epochs, the parameters returned, the budget's horizon, the engine reused a
 noise of later rounds, or the δ at which ε is reported; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 DEF = "src/flprivacy/defences.py"
 ACT = "src/flprivacy/attacks/active.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_dp_wiring.py", "tests/test_part3_dp.py", "tests/test_part3_dp_replay.py",
-         "-k", "not pipeline and not fig3 and not tables_share and not controls"]
+TESTS = pytest_command("tests/test_dp_wiring.py", "tests/test_part3_dp.py", "tests/test_part3_dp_replay.py", "-k",
+                       "not pipeline and not fig3 and not tables_share and not controls")
 
 MUTANTS = [
     Mutant("loss_summed", DEF, "model._loss(module(xb), model._as_targets(yb, xb)).mean().backward()",

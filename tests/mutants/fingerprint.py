@@ -5,16 +5,13 @@ edit that can change its numbers, or stale after one that cannot.
     python tools/mutation.py tests/mutants/fingerprint.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 FP = "src/flprivacy/experiments/fingerprint.py"
 EXP = "src/flprivacy/experiments/__init__.py"
 REP = "src/flprivacy/experiments/reproduce.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_reproduce.py", "tests/test_points.py"]
+TESTS = pytest_command("tests/test_reproduce.py", "tests/test_points.py")
 PTS = "src/flprivacy/experiments/points.py"
 
 MUTANTS = [

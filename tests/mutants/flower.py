@@ -8,15 +8,12 @@ Each mutant breaks one step of Alg. 1 (the server's round), Alg. 2 (the client's
 (FedAvg's weights), Alg. 4 (the forgery) or the recording of the message log; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 FL = "src/flprivacy/flower.py"
 LOG = "src/flprivacy/log.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_flower_recorder.py", "tests/test_flower.py"]
+TESTS = pytest_command("tests/test_flower_recorder.py", "tests/test_flower.py")
 
 MUTANTS = [
     # ---- the log: what is recorded where ------------------------------------------------------------

@@ -12,14 +12,11 @@ names it. A mutant is caught when tests/test_flower_deploy.py fails (a wrong log
 timeout of the deployment, or a process left behind).
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 FD = "src/flprivacy/flower_deploy.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_flower_deploy.py"]
+TESTS = pytest_command("tests/test_flower_deploy.py")
 
 MUTANTS = [
     # ---- the federation the App runs: Alg. 1's inputs ---------------------------------------------------

@@ -10,14 +10,11 @@ Run from the repository root:
 Each mutant breaks one step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 GRA = "src/flprivacy/attacks/gradient_aia.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_gradient_aia_relaxation.py"]
+TESTS = pytest_command("tests/test_gradient_aia_relaxation.py")
 
 MUTANTS = [
     Mutant("input_sample_not_rescaled", GRA, "Z = (self.n * leaf[r]).view(-1, self.C, self.n)",

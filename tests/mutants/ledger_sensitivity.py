@@ -4,15 +4,12 @@
     PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/ledger_sensitivity.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 DS = "src/flprivacy/ledger/diana_sensitivity.py"
 DI = "src/flprivacy/ledger/diana.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_ledger_sensitivity.py"]
+TESTS = pytest_command("tests/test_ledger_sensitivity.py")
 
 MUTANTS = [
     Mutant("one_standard_error", DS, "Z = 3.0\n", "Z = 1.0\n", "margins of one standard error, not three"),

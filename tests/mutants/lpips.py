@@ -7,14 +7,11 @@ Run from the repository root:
 Each mutant breaks one step of Eq. 1 or of the v0.1 preprocessing; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 LP = "src/flprivacy/lpips.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_lpips.py"]
+TESTS = pytest_command("tests/test_lpips.py")
 
 MUTANTS = [
     Mutant("no_rescale_to_pm1", LP, "fa, fb = _features(2 * a - 1, w), _features(2 * b - 1, w)",

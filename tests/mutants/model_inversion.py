@@ -8,15 +8,12 @@ Run from the repository root:
 Each mutant breaks one constant, sign, normalisation or step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 MI = "src/flprivacy/attacks/model_inversion.py"
 LED = "src/flprivacy/ledger/wilson_fedinverse.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_model_inversion.py"]
+TESTS = pytest_command("tests/test_model_inversion.py")
 
 MUTANTS = [
     # ---- the GAN prior ------------------------------------------------------------------------------

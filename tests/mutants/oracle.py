@@ -6,9 +6,7 @@ DPTrainer: Opacus's DP-SGD gradient before Adam) and in Table 1's and Table 3's 
     PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/oracle.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 OPT = "src/flprivacy/optimum.py"
 CTL = "src/flprivacy/experiments/part3_table1_controls.py"
@@ -16,9 +14,8 @@ BAT = "src/flprivacy/batched.py"
 DEF = "src/flprivacy/defences.py"
 CT3 = "src/flprivacy/experiments/part3_table3_controls.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_tuned_local_models.py", "tests/test_part3_table1_controls.py", "tests/test_batched.py",
-         "tests/test_part3_table3_oracle.py"]
+TESTS = pytest_command("tests/test_tuned_local_models.py", "tests/test_part3_table1_controls.py",
+                       "tests/test_batched.py", "tests/test_part3_table3_oracle.py")
 
 MUTANTS = [
     Mutant("no_weight_decay", OPT, "            g.add_(th * wd)\n", "", "torch.optim.Adam adds wd·θ to the gradient"),

@@ -7,9 +7,7 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 FED = "src/flprivacy/federation.py"
 LOG = "src/flprivacy/log.py"
@@ -18,9 +16,8 @@ BND = "src/flprivacy/bounds.py"
 SYN = "src/flprivacy/data/synthetic.py"
 XUL = "src/flprivacy/ledger/xu_neglia.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_federation.py", "tests/test_reconstruction.py", "tests/test_part2_common.py",
-         "tests/test_metrics.py", "tests/test_data.py", "tests/test_part12_checks.py"]
+TESTS = pytest_command("tests/test_federation.py", "tests/test_reconstruction.py", "tests/test_part2_common.py",
+                       "tests/test_metrics.py", "tests/test_data.py", "tests/test_part12_checks.py")
 
 MUTANTS = [
     # ---- Alg. 1 (server): θ^{t+1} = θ^t + η_g Σ p̃_c (θ_c - θ^t), p̃_c = p_c / Σ_{sampled} p ------------------

@@ -7,17 +7,14 @@ Run from the repository root (in a private clone):
 Each mutant breaks one step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 LEAF = "src/flprivacy/experiments/part2_leaf.py"
 DIAG = "src/flprivacy/experiments/part2_leaf_diagnostics.py"
 REC = "src/flprivacy/attacks/reconstruction.py"
 XUL = "src/flprivacy/ledger/xu_neglia.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_part2_leaf.py"]
+TESTS = pytest_command("tests/test_part2_leaf.py")
 
 MUTANTS = [
     Mutant("epochs_read_as_steps", LEAF, 'return LocalSGD(lr=s["lr"], batch_size=s["batch_size"], epochs=steps)',

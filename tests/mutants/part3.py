@@ -7,9 +7,7 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 MBA = "src/flprivacy/attacks/model_based_aia.py"
 GRA = "src/flprivacy/attacks/gradient_aia.py"
@@ -19,9 +17,8 @@ BND = "src/flprivacy/bounds.py"
 CEN = "src/flprivacy/data/census.py"
 THR = "src/flprivacy/threats.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_inference.py", "tests/test_part3_active.py", "tests/test_part3_data.py",
-         "tests/test_part3_experiments.py", "tests/test_part3_checks.py"]
+TESTS = pytest_command("tests/test_inference.py", "tests/test_part3_active.py", "tests/test_part3_data.py",
+                       "tests/test_part3_experiments.py", "tests/test_part3_checks.py")
 
 MUTANTS = [
     # ---- eq. 3: model-based AIA, argmin of the loss over candidates ----------------------------------------

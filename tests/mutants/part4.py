@@ -7,18 +7,15 @@ Run from the repository root:
 Each mutant breaks one equation's constant, sign, normalisation or step; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 INV = "src/flprivacy/attacks/inversion.py"
 MET = "src/flprivacy/metrics.py"
 FAC = "src/flprivacy/experiments/part4_factors.py"
 WIL = "src/flprivacy/ledger/wilson.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "--nbval-lax", "tests/test_inversion.py", "tests/test_metrics.py", "tests/test_part4_factors.py",
-         "book/part4/curious_client_factors.ipynb"]
+TESTS = pytest_command("--nbval-lax", "tests/test_inversion.py", "tests/test_metrics.py",
+                       "tests/test_part4_factors.py", "book/part4/curious_client_factors.ipynb")
 
 MUTANTS = [
     # ---- Wilson eq. 2: the averaged update read from two global models -----------------------------

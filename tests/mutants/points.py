@@ -9,15 +9,12 @@ Each mutant breaks one rule of when a finished point may be reused, or one step 
 result file from points; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 PTS = "src/flprivacy/experiments/points.py"
 P3 = "src/flprivacy/experiments/part3_points.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_points.py"]
+TESTS = pytest_command("tests/test_points.py")
 
 MUTANTS = [
     # ---- when a point is reused ------------------------------------------------------------------------

@@ -4,16 +4,13 @@ shared per-seed loop of Tables 1-3.
     python tools/mutation.py tests/mutants/provenance.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 EXP = "src/flprivacy/experiments/__init__.py"
 F3 = "src/flprivacy/experiments/part3_fig3.py"
 T1 = "src/flprivacy/experiments/part3_pipeline.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_config.py", "tests/test_part3_dp.py", "-k", "commit or sweeps or per_seed or fig3"]
+TESTS = pytest_command("tests/test_config.py", "tests/test_part3_dp.py", "-k", "commit or sweeps or per_seed or fig3")
 
 MUTANTS = [
     Mutant("commit_read_at_save", EXP, "@functools.lru_cache(maxsize=1)\ndef git_commit", "def git_commit",

@@ -1,12 +1,9 @@
 """Plausible bugs in the reliability layer (issue 10): checks dropped, the log duplicating or
 mixing up models, the least-squares error estimate mis-stated, chunks mis-indexed."""
 
-import sys
+from tools.mutation import Mutant, pytest_command
 
-from tools.mutation import Mutant
-
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_reliability.py", "tests/test_bad_inputs.py", "tests/test_federation.py"]
+TESTS = pytest_command("tests/test_reliability.py", "tests/test_bad_inputs.py", "tests/test_federation.py")
 
 MUTANTS = [
     Mutant("local_sgd_no_finite_check", "src/flprivacy/federation.py",

@@ -8,13 +8,11 @@ Each mutant breaks one piece of the architecture, the degradation, the training 
 post-processing or the weights' check; ``why`` names it.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 ROG = "src/flprivacy/rog.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/test_rog.py"]
+TESTS = pytest_command("tests/test_rog.py")
 
 MUTANTS = [
     Mutant("ccbn_gain_not_plus_one", ROG, "g = (1 + self.gain(y))[:, :, None, None]",

@@ -16,14 +16,11 @@ indices fail on the autograd path and would be accepted by hand. Both errors are
 not the library's; see the note of 2026-11-28.
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 ST = "src/flprivacy/stack.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/test_batched.py", "tests/test_gradient_aia_relaxation.py"]
+TESTS = pytest_command("tests/test_batched.py", "tests/test_gradient_aia_relaxation.py")
 
 MUTANTS = [
     # ---- forward --------------------------------------------------------------------------------------

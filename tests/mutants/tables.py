@@ -7,13 +7,11 @@ Run in a private clone (it edits files in place):
     PYTHONPATH=$PWD/src:$PWD python tools/mutation.py tests/mutants/tables.py
 """
 
-import sys
-
-from tools.mutation import Mutant
+from tools.mutation import Mutant, pytest_command
 
 TB = "src/flprivacy/tables.py"
 
-TESTS = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "tests/test_tables.py"]
+TESTS = pytest_command("tests/test_tables.py")
 
 MUTANTS = [
     Mutant("rounding_ignores_decimals", TB, '        return f"{v:,.{decimals}f}"\n', '        return f"{v:,.2f}"\n',
