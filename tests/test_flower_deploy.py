@@ -29,7 +29,7 @@ from flprivacy.flower_deploy import Deployment, DeploymentError, deploy  # noqa:
 
 from flprivacy.flower_deploy import _BIN, FLOWER_ENV  # noqa: E402
 
-POLL_ENV = " ".join(f"{k}={v}" for k, v in FLOWER_ENV.items())
+ENV_PREFIX = " ".join(f"{k}={v}" for k, v in FLOWER_ENV.items())  # shown before every command (telemetry off, polling)
 
 if not (_BIN / "flower-superlink").exists():
     pytest.skip("flower-superlink is not installed next to this Python", allow_module_level=True)
@@ -165,8 +165,8 @@ def _reference(clients, local):
 def test_deployment_leaves_no_process(deployed):
     fl, _, _, work = deployed
     assert _ours(work) == []
-    assert fl.settings["commands"][0].startswith(f"{POLL_ENV} flower-superlink --insecure")
-    assert sum(c.startswith(f"{POLL_ENV} flower-supernode") for c in fl.settings["commands"]) == len(fl.log.n_samples)
+    assert fl.settings["commands"][0].startswith(f"{ENV_PREFIX} flower-superlink --insecure")
+    assert sum(c.startswith(f"{ENV_PREFIX} flower-supernode") for c in fl.settings["commands"]) == len(fl.log.n_samples)
 
 
 def test_deployment_log_equals_run_fedavg_log(deployed):
