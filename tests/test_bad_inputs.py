@@ -130,6 +130,8 @@ SKIP: dict[str, str] = {
     "data.files.fetch": "network/files; test_data and test_reliability cover it",
     "data.files.reachable": "network",
     "data.files.data_dir": "no arguments (reads FLPRIVACY_DATA_DIR; tested in test_data)",
+    "data.files.data_dir_as_variable": "one str argument (its TypeError is tested in test_data)",
+    "data.files.DataPathsAsVariable": "no arguments (a context manager; tested in test_data)",
     "data.files.file_digest": "reads a file path; covered through verify/fetch",
     "data.tabular.fetch_acs": "network",
     "data.tabular.load_acs_income": "needs ACS files; test_reliability checks the file validation",

@@ -145,6 +145,21 @@ def test_acs_missing_file_gives_the_fetch_command(empty_data_dir, offline):
     assert STATE_CODES["LA"] == "22"
 
 
+def test_book_pages_show_the_data_dir_as_its_variable(empty_data_dir, capsys):
+    """The chapters print the loaders' messages without the build machine's data folder."""
+    from flprivacy.data.census import acs_available
+    from flprivacy.data.files import DataPathsAsVariable, data_dir_as_variable
+
+    with DataPathsAsVariable():
+        assert not acs_available(["LA"])
+    out = capsys.readouterr().out
+    assert "$FLPRIVACY_DATA_DIR/acs_income/2018/1-Year/psam_p22.csv is missing" in out
+    assert str(empty_data_dir) not in out
+    assert data_dir_as_variable(f"see {empty_data_dir}/x.csv") == "see $FLPRIVACY_DATA_DIR/x.csv"
+    with pytest.raises(TypeError, match="text must be a str"):
+        data_dir_as_variable(empty_data_dir)
+
+
 # ---- the real data sets (from FLPRIVACY_DATA_DIR) ---------------------------------------------------------
 def test_medical(data_file):
     data_file("medical/insurance.csv")

@@ -331,16 +331,19 @@ def test_site_weight(site):
 
 def test_no_build_paths_in_the_pages(site):
     """A reader's page names no folder of the machine that built it (a temporary folder, the
-    checkout's absolute path): outputs print paths relative to the book or not at all."""
+    checkout's absolute path, the data directory): outputs print paths relative to the book, as
+    ``$FLPRIVACY_DATA_DIR/...`` (``flprivacy.data.files.DataPathsAsVariable``), or not at all."""
     import re
 
-    root = str(ROOT)
+    from flprivacy.data import data_dir
+
+    folders = "|".join(re.escape(str(p)) + r"[\w/.-]*" for p in (ROOT, data_dir()))
     bad = {}
     for f in site.rglob("*.html"):
         if "_static" in f.parts or "_sources" in f.parts:
             continue
         text = f.read_text(errors="replace")
-        hits = re.findall(r"/tmp/[\w.-]+|" + re.escape(root) + r"[\w/.-]*", text)
+        hits = re.findall(r"/tmp/[\w.-]+|" + folders, text)
         if hits:
             bad[str(f.relative_to(site))] = sorted(set(hits))[:3]
     assert not bad, f"build paths in rendered pages: {bad}"

@@ -241,3 +241,38 @@ REGISTRY: dict[str, RemoteFile] = {
     ]
 }
 
+
+
+def data_dir_as_variable(text: str) -> str:
+    """``text`` with the data directory's absolute path (:func:`data_dir`) written as
+    ``$FLPRIVACY_DATA_DIR``.
+
+    The loaders name the files they miss or replace by their absolute path, which is what a user
+    at a terminal needs. A page of the rendered book must not show the folders of the machine
+    that built it, so the chapters print those messages through this function (or inside
+    :class:`DataPathsAsVariable`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"data_dir_as_variable: text must be a str, got {type(text).__name__}; "
+                        "pass str(message) for a warning.")
+    return text.replace(str(data_dir()), f"${DATA_ENV}")
+
+
+class DataPathsAsVariable:
+    """Context manager: what the code inside prints to standard output is shown on leaving, with
+    the data directory's absolute path written as ``$FLPRIVACY_DATA_DIR``
+    (:func:`data_dir_as_variable`). Use it around a call whose loaders may announce a missing
+    file (e.g. ``acs_available``) in a chapter; warnings are not captured (print their message
+    through :func:`data_dir_as_variable`)."""
+
+    def __enter__(self) -> DataPathsAsVariable:
+        import contextlib
+        import io
+
+        self._buffer = io.StringIO()
+        self._redirect = contextlib.redirect_stdout(self._buffer)
+        self._redirect.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._redirect.__exit__(*exc)
+        print(data_dir_as_variable(self._buffer.getvalue()), end="")
