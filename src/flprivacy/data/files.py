@@ -242,7 +242,6 @@ REGISTRY: dict[str, RemoteFile] = {
 }
 
 
-
 def data_dir_as_variable(text: str) -> str:
     """``text`` with the data directory's absolute path (:func:`data_dir`) written as
     ``$FLPRIVACY_DATA_DIR``.
