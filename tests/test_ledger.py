@@ -43,10 +43,23 @@ def test_thresholds_sign_trend_ordering_bound():
     assert L.bound(1000, 1000).ok and not L.bound(999, 1000).ok and L.bound(951, 1000, required=0.95).ok
 
 
+def test_rules_at_their_edges():
+    """Each rule's boundary, on numbers exact in binary: a tolerance, a threshold or a margin is
+    met at equality, and the tolerance is the larger of 3 points and the paper's spread, not their sum."""
+    assert L.number(10.0, 13.0).ok and L.number(10.0, 7.0).ok and not L.number(10.0, 13.25).ok
+    assert L.number(10.0, 14.5, paper_spread=4.5).ok and not L.number(10.0, 14.75, paper_spread=4.5).ok
+    assert not L.number(75.27, 69.0, paper_spread=5.5).ok             # 6.27 off: more than 5.5, less than 3 + 5.5
+    assert L.at_least(20.0, 20.0).ok and L.at_most(55.0, 55.0).ok
+    assert L.trend([0, 1, 2], [1.0, 3.0, 2.5], margin=1.0).ok           # a step back of 0.5, inside the margin
+    assert L.trend([0, 1, 2], [1.0, 4.0, 2.75], margin=1.0).status == "partly"   # 1.25 back: beyond it
+
+
 def test_combine():
     ok, bad = L.Verdict("reproduced"), L.Verdict("not reproduced", "x")
+    part = L.Verdict("partly", "y")
     assert L.combine(ok, ok).ok
     assert L.combine(ok, bad).status == "partly"
+    assert L.combine(part, bad).status == "partly" and L.combine(part, part).status == "partly"
     assert L.combine(bad, bad).status == "not reproduced"
     assert L.combine(ok, L.not_run("costs 3 h")).status == "not run"
 
