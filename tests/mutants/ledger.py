@@ -1,6 +1,8 @@
 """Plausible bugs in the ledger's rules (flprivacy.ledger: number, at_least, at_most, sign, trend,
 ordering, bound, combine, provenance_of) and in the rules of Diana et al.'s Part III rows
-(flprivacy.ledger.diana_aia: Tables 1-3, §5.3's sentences, Prop. 1, Fig. 1, Fig. 3, Fig. 4).
+(flprivacy.ledger.diana_aia: Tables 1-3, §5.3's sentences, Prop. 1, Fig. 1, Fig. 3, Fig. 4) and
+of its Part II rows read from result files (flprivacy.ledger.diana_reconstruction: Theorem 1,
+Fig. 2, App. B.3, App. C.1).
 These rules decide every verdict the book shows; each mutant moves a tolerance, flips a
 direction or drops a step of one of them.
 
@@ -19,7 +21,8 @@ from tools.mutation import Mutant, pytest_command
 LG = "src/flprivacy/ledger/__init__.py"
 DA = "src/flprivacy/ledger/diana_aia.py"
 
-TESTS = pytest_command("tests/test_ledger.py", "tests/test_ledger_diana_aia.py", "tests/test_ledger_sensitivity.py",
+TESTS = pytest_command("tests/test_ledger.py", "tests/test_ledger_diana_aia.py", "tests/test_ledger_diana_reconstruction.py",
+                       "tests/test_ledger_sensitivity.py",
                        "tests/test_part3_table1_controls.py", "tests/test_part3_experiments.py",
                        "-k", "not committed_ledger_is_a_fresh_build and (test_ledger or fig4_ledger or fig4_method "
                              "or controls_reason or sensitivity)")
@@ -105,4 +108,37 @@ MUTANTS = [
            "reproduced only when every configuration is near 50 %"),
     Mutant("fig4_large_partly_always", DA, '        verdict = Verdict("partly" if rule.ok else "not reproduced",',
            '        verdict = Verdict("partly",', "partly only when Grad's own rule lands near 50 %"),
+]
+
+DR = "src/flprivacy/ledger/diana_reconstruction.py"
+
+MUTANTS += [
+    # ---- Diana et al., Part II rows from result files (flprivacy.ledger.diana_reconstruction) ----------------------
+    Mutant("thm1_slope_wrong_regression", DR, "/ sum((a - mx) ** 2 for a in xs)", "/ sum((b - my) ** 2 for b in ys)",
+           "a log-log slope is cov(x, y) / var(x)"),
+    Mutant("thm1_slope_not_log", DR, "        ys = [math.log(y) for y in curve.values()]\n",
+           "        ys = list(curve.values())\n", "a rate O(n^a) is the slope of log error on log n"),
+    Mutant("thm1_sweep_condition_ignored", DR,
+           '        sel = [r for r in recs if r["sweep"] == sweep and all(r[k] == v for k, v in cond.items())]\n',
+           '        sel = [r for r in recs if r["sweep"] == sweep]\n', "the η sweep is read per batch size"),
+    Mutant("thm1_full_batch_counted", DR, '    mb = [r for r in recs if r["B"] < S_c]\n', '    mb = list(recs)\n',
+           "eq. (18) is the mini-batch bound; full-batch trials are Prop. 2's"),
+    Mutant("thm1_delta_ignored", DR, 'verdict=bound(t["holds"], t["trials"], required=1 - t["delta"], what="eq. (18)")',
+           'verdict=bound(t["holds"], t["trials"], what="eq. (18)")', "the bound holds with probability 1 - δ"),
+    Mutant("thm1_rate_n_sign", DR, "THM1_RATE_N = -0.5\n", "THM1_RATE_N = 0.5\n", "eq. (6): O(1/√n_c)"),
+    Mutant("thm1_rate_tolerance_wide", DR, "RATE_TOL = 0.3\n", "RATE_TOL = 1.0\n", "a fitted rate within 0.3"),
+    Mutant("thm1_eta_no_tolerance", DR, "at_most(s, THM1_RATE_ETA + RATE_TOL, what=", "at_most(s, THM1_RATE_ETA, what=",
+           "a fitted slope in η within the rate tolerance"),
+    Mutant("thm1_batch_trend_up", DR, 'verdict=trend(list(mb), list(mb.values()), expected=-1, what="error vs B < S_c")',
+           'verdict=trend(list(mb), list(mb.values()), expected=1, what="error vs B < S_c")',
+           "Theorem 1: the error falls as B grows"),
+    Mutant("fig2_full_batch_is_smallest_B", DR, '    out["min_error_full"] = min(r["error"] for r in recs if r["B"] == max(FIG2_BATCH_SIZES))\n',
+           '    out["min_error_full"] = min(r["error"] for r in recs if r["B"] == min(FIG2_BATCH_SIZES))\n',
+           "App. B.3 reads the full-batch error, B = S_c"),
+    Mutant("fig2_aia_trend_down", DR, '[f["aia_reconstructed"][(rd, lr, B)] for B in Bs], expected=1,',
+           '[f["aia_reconstructed"][(rd, lr, B)] for B in Bs], expected=-1,', "Fig. 2 right: AIA accuracy rises with B"),
+    Mutant("b3_order_swapped", DR, '["B = 64", "B = S_c"], what=f"{rd}, η = {lr}")', '["B = S_c", "B = 64"], what=f"{rd}, η = {lr}")',
+           "App. B.3: the full-batch error is below the mini-batch one"),
+    Mutant("c1_order_swapped", DR, '["first d+1", "min-cond subset"], what=f"{name}: error"))',
+           '["min-cond subset", "first d+1"], what=f"{name}: error"))', "App. C.1: the min-cond subset lowers the error"),
 ]
