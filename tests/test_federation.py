@@ -138,6 +138,28 @@ def test_curious_client_needs_two_consecutive_models(ls_clients):
         view.consecutive(gaps[0])
 
 
+def test_each_adversary_sees_only_its_rounds(ls_clients):
+    """With partial participation: the eavesdropper sees the rounds T_c it was given and no other;
+    last_returned(before=t) is the latest reply strictly before round t; the curious client holds
+    the global models of exactly the rounds it was sampled in."""
+    from flprivacy import last_returned
+
+    run = run_fedavg(linear_regression(4), ls_clients, rounds=10, local=LocalSGD(lr=0.05), clients_per_round=2, seed=3)
+    log = run.log
+    took_part = [t for t, part in enumerate(log.participants) if 0 in part]
+    assert 2 <= len(took_part) < log.rounds                       # the seed samples client 0 in some rounds only
+    assert eavesdrop(log, 0).rounds.tolist() == took_part
+    some = took_part[::2]
+    assert eavesdrop(log, 0, rounds=some).rounds.tolist() == some
+    t_last, t_prev = took_part[-1], took_part[-2]
+    assert torch.equal(last_returned(log, 0), log.exchange(t_last, 0).returned)
+    assert torch.equal(last_returned(log, 0, before=t_last), log.exchange(t_prev, 0).returned)
+    view = curious_client(log, attacker=0)
+    assert view.rounds.tolist() == took_part
+    for i, t in enumerate(took_part):
+        assert torch.equal(view.models[i], log.global_models[t])
+
+
 def test_active_hook_changes_only_the_target_incoming_model(ls_clients):
     model = linear_regression(4)
     kw = dict(rounds=6, local=LocalSGD(lr=0.05), seed=0)
