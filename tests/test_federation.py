@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from flprivacy import (
-    Adversary, ClientData, LocalSGD, SendBack, curious_client, eavesdrop, lenet5, linear_regression, local_sgd,
-    logistic_regression, mlp, run_fedavg,
+    Adversary, ClientData, LocalSGD, SendBack, curious_client, eavesdrop, last_returned, lenet5, linear_regression,
+    local_sgd, logistic_regression, mlp, run_fedavg,
 )
 from flprivacy.config import generator
 
@@ -142,8 +142,6 @@ def test_each_adversary_sees_only_its_rounds(ls_clients):
     """With partial participation: the eavesdropper sees the rounds T_c it was given and no other;
     last_returned(before=t) is the latest reply strictly before round t; the curious client holds
     the global models of exactly the rounds it was sampled in."""
-    from flprivacy import last_returned
-
     run = run_fedavg(linear_regression(4), ls_clients, rounds=10, local=LocalSGD(lr=0.05), clients_per_round=2, seed=3)
     log = run.log
     took_part = [t for t, part in enumerate(log.participants) if 0 in part]
@@ -158,6 +156,23 @@ def test_each_adversary_sees_only_its_rounds(ls_clients):
     assert view.rounds.tolist() == took_part
     for i, t in enumerate(took_part):
         assert torch.equal(view.models[i], log.global_models[t])
+
+
+def test_seed_draws_theta0_and_the_differentiable_replay_is_the_same_sgd(ls_clients):
+    """run_fedavg starts from model.init_params(seed); local_sgd with create_graph=True (the replay
+    gradient inversion differentiates through) takes the same SGD steps as the plain path."""
+    model = mlp(4, hidden=8, dtype=torch.float64)
+    for seed in (1, 2):
+        run = run_fedavg(model, ls_clients, rounds=1, local=LocalSGD(lr=0.05), seed=seed)
+        assert torch.equal(run.log.global_models[0], model.init_params(seed))
+    assert not torch.equal(model.init_params(1), model.init_params(2))
+    c = ls_clients[0]
+    theta = model.init_params(0)
+    kw = dict(lr=0.05, batch_size=8, epochs=2, generator=None, shuffle=False)
+    plain = local_sgd(model, theta, c.X, c.y, **kw)
+    graph = local_sgd(model, theta.clone().requires_grad_(True), c.X, c.y, create_graph=True, **kw)
+    assert graph.requires_grad
+    torch.testing.assert_close(graph.detach(), plain, rtol=0, atol=1e-12)
 
 
 def test_active_hook_changes_only_the_target_incoming_model(ls_clients):
