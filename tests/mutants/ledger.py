@@ -12,8 +12,8 @@ Run in a private clone (it edits files in place):
 
 ``TESTS`` leaves out ``test_committed_ledger_is_a_fresh_build``: that test compares the committed
 ledger with a fresh build, so it flags any change of a verdict on the committed files, right or
-wrong. The rules' tests must catch a mutant on their own, on constructed numbers at the rule's
-edges; the score with the comparison added is in the note of the issue that added this file.
+wrong, and catches nothing in a rule whose verdict the committed numbers do not reach. The
+rules' tests must catch a mutant on their own, on constructed numbers at the rule's edges.
 """
 
 from tools.mutation import Mutant, pytest_command
