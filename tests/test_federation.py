@@ -207,8 +207,29 @@ def test_custom_adversary_can_aggregate_forged_models(ls_clients):
         def forge(self, round, client, global_model, log):
             return torch.zeros_like(global_model) if client == 0 else None
 
-    run = run_fedavg(linear_regression(4), ls_clients, rounds=1, local=LocalSGD(lr=0.05), adversary=Zero())
-    assert run.log.exchange(0, 0).forged and not run.log.exchange(0, 1).forged
+    run = run_fedavg(linear_regression(4), ls_clients, rounds=1, local=LocalSGD(lr=0.05), adversary=Zero(),
+                     server_lr=0.7)
+    log = run.log
+    assert log.exchange(0, 0).forged and not log.exchange(0, 1).forged
+    # Alg. 1 aggregates θ_c^t - θ^t, the forged reply too (not the reply minus the forged model it was sent)
+    g0 = log.global_models[0]
+    expect = g0 + 0.7 * sum(log.weights[c] * (log.exchange(0, c).returned - g0) for c in range(3))
+    torch.testing.assert_close(log.global_models[1], expect, rtol=0, atol=1e-12)
+
+
+def test_log_keeps_a_sent_model_that_differs_from_the_global_one():
+    """MessageLog.record stores an exchange's sent model as a reference to θ^t only when it equals
+    θ^t: a low-level caller (a deployment that saw another model arrive) keeps what was sent."""
+    from flprivacy.log import Exchange, MessageLog
+
+    log = MessageLog(2, torch.tensor([0.5, 0.5], dtype=torch.float64), [1, 1], 1.0)
+    theta = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    log.begin_round(theta, [0, 1])
+    other = theta + 1e-9
+    log.record(Exchange(0, 0, theta.clone(), theta * 3, False))
+    log.record(Exchange(0, 1, other, theta * 4, False))
+    assert torch.equal(log.exchange(0, 0).sent, theta) and torch.equal(log.exchange(0, 1).sent, other)
+    assert log.stored_models == 1 + 2 + 1    # θ^0, two replies, and the one sent model that is not θ^0
 
 
 def test_record_filters(ls_clients):
