@@ -13,9 +13,6 @@ import pytest
 
 from flprivacy.ledger import diana_aia as D
 
-PAPER_ROWS = D.ROWS
-
-
 def _rec(name: str, data: dict, seeds=(0, 1, 2)) -> dict:
     return {"name": name, "scale": "paper", "seeds": list(seeds), "command": f"python -m flprivacy.experiments.{name}",
             "commit": "abc", "date": "2026-11-28", "data": data}
@@ -65,7 +62,7 @@ def test_each_task_reads_its_own_file(monkeypatch):
                          "part3_table1_income_l_synthetic": _rec("part3_table1_income_l_synthetic", {"summary": inc})})
     rows = _by_id(D._table_rows())
     for task in ("Medical", "Income-L"):
-        for key in PAPER_ROWS:
+        for key in D.ROWS:
             assert rows[f"Diana Table 1 {task} {key}"].status == "reproduced", (task, key)
     assert rows["Diana Table 1 Income-A passive/Ours"].status == "not run"   # no file: not run, never borrowed
     assert rows["Diana Table 1 Income-L passive/Ours"].file == "part3_table1_income_l_synthetic.json"
@@ -74,51 +71,39 @@ def test_each_task_reads_its_own_file(monkeypatch):
 # ---- §5.3's sentences on Table 1 ----------------------------------------------------------------------------------
 
 
-def _key(short: str) -> str:
-    """A row name from a keyword: ``p_Grad`` is ``passive/Grad``, ``a50_Ours`` is ``active-50/Ours``,
-    ``a50_Grad_w_O`` is ``active-50/Grad-w-O``, ``Model_w_O`` is ``Model-w-O``."""
-    for short_, full in (("p_", "passive/"), ("a50_", "active-50/")):
-        if short.startswith(short_):
-            short = full + short[len(short_):]
-    return short.replace("_w_O", "-w-O")
-
-
-def _claims(monkeypatch, task: str, **ours: float) -> dict:
-    """§5.3's rows for ``task`` from a Table 1 file equal to the paper's means but for ``ours``
-    (keywords as :func:`_key` reads them)."""
+def _claims(monkeypatch, task: str, ours: dict[str, float]) -> dict:
+    """§5.3's rows for ``task`` from a Table 1 file equal to the paper's means but for the rows in ``ours``."""
     name = D._file("part3_table1", task)
-    rows = {_key(k): v for k, v in ours.items()}
-    _serve(monkeypatch, {name: _rec(name, {"summary": _summary(D.PAPER_TABLE1[task], rows)})})
+    _serve(monkeypatch, {name: _rec(name, {"summary": _summary(D.PAPER_TABLE1[task], ours)})})
     return _by_id(D._claim_rows())
 
 
 def test_passive_gain_over_grad_needs_the_stated_points(monkeypatch):
     rid = "Diana §5.3 Income-L passive gain over Grad"
-    assert _claims(monkeypatch, "Income-L", p_Ours=75.0, p_Grad=60.0)[rid].status == "reproduced"  # 15
-    assert _claims(monkeypatch, "Income-L", p_Ours=74.0, p_Grad=60.0)[rid].status == "not reproduced"  # 14
-    assert _claims(monkeypatch, "Income-L", p_Ours=60.0, p_Grad=75.0)[rid].status == "not reproduced"
+    for ours, grad, status in ((75.0, 60.0, "reproduced"), (74.0, 60.0, "not reproduced"), (60.0, 75.0, "not reproduced")):
+        got = _claims(monkeypatch, "Income-L", {"passive/Ours": ours, "passive/Grad": grad})[rid]   # over 15 p.p.
+        assert got.status == status, (ours, grad)
     rid = "Diana §5.3 Medical passive gain over Grad"
-    assert _claims(monkeypatch, "Medical", p_Ours=96.0, p_Grad=88.0)[rid].status == "reproduced"  # 8
-    assert _claims(monkeypatch, "Medical", p_Ours=95.5, p_Grad=88.0)[rid].status == "not reproduced"
+    for ours, status in ((96.0, "reproduced"), (95.5, "not reproduced")):                              # over 8 p.p.
+        assert _claims(monkeypatch, "Medical", {"passive/Ours": ours, "passive/Grad": 88.0})[rid].status == status
 
 
 def test_active_gain_over_grad_w_o_with_three_points_of_tolerance(monkeypatch):
     rid = "Diana §5.3 Income-L active-50 gain over Grad-w-O"   # paper: 13 p.p., so at least 10
-    base = dict(a50_Grad=50.0, Model_w_O=91.0)
-    assert _claims(monkeypatch, "Income-L", a50_Ours=91.0, a50_Grad_w_O=80.5, **base)[rid].status == "reproduced"
-    assert _claims(monkeypatch, "Income-L", a50_Ours=91.0, a50_Grad_w_O=81.5,
-                   **base)[rid].status == "not reproduced"
-    # the gain is over Grad-w-O, whatever Grad does
-    got = _claims(monkeypatch, "Income-L", a50_Ours=91.0, a50_Grad_w_O=85.0, a50_Grad=50.0,
-                  Model_w_O=91.0)[rid]
-    assert got.status == "not reproduced" and got.ours == "+6.00 p.p."
+    def got(grad_w_o: float):   # active-50 Ours 91, Grad far below at 50: the gain is over Grad-w-O, whatever Grad does
+        return _claims(monkeypatch, "Income-L", {"active-50/Ours": 91.0, "active-50/Grad-w-O": grad_w_o,
+                                                 "active-50/Grad": 50.0, "Model-w-O": 91.0})[rid]
+
+    assert got(80.5).status == "reproduced"                                   # 10.5 p.p.
+    assert got(81.5).status == "not reproduced"                               # 9.5 p.p.
+    assert got(85.0).status == "not reproduced" and got(85.0).ours == "+6.00 p.p."
 
 
 def test_active_50_reaches_model_w_o_within_three_points_either_side(monkeypatch):
     rid = "Diana §5.3 Medical active-50 reaches Model-w-O"
-    assert _claims(monkeypatch, "Medical", a50_Ours=94.0, Model_w_O=96.5)[rid].status == "reproduced"
-    assert _claims(monkeypatch, "Medical", a50_Ours=92.0, Model_w_O=96.5)[rid].status == "not reproduced"
-    assert _claims(monkeypatch, "Medical", a50_Ours=99.0, Model_w_O=94.0)[rid].status == "not reproduced"
+    for ours, oracle, status in ((94.0, 96.5, "reproduced"), (92.0, 96.5, "not reproduced"), (99.0, 94.0, "not reproduced")):
+        got = _claims(monkeypatch, "Medical", {"active-50/Ours": ours, "Model-w-O": oracle})[rid]
+        assert got.status == status, (ours, oracle)
 
 
 # ---- Prop. 1 -------------------------------------------------------------------------------------------------------
@@ -158,19 +143,19 @@ def test_fig1_coin_flip_margin_is_three_standard_errors(monkeypatch):
 # ---- Fig. 3 and App. C.2: trends with a 1-point margin; Grad at E = 5 ------------------------------------------------
 
 
-def _points(xs, **series) -> dict:
-    keys = {_key(k): v for k, v in series.items()}
-    return {"points": [{"value": x, "summary": {k: [v[i], 0.5] for k, v in keys.items()}} for i, x in enumerate(xs)]}
+def _points(xs, series: dict[str, list[float]]) -> dict:
+    """A Fig. 3 file's points: at ``xs[i]``, each row of ``series`` has the mean ``series[row][i]``."""
+    return {"points": [{"value": x, "summary": {k: [v[i], 0.5] for k, v in series.items()}} for i, x in enumerate(xs)]}
 
 
 def test_fig3_trends_allow_a_step_against_them_within_one_point(monkeypatch):
     name = "part3_fig3_epochs_synthetic"
     rid = "Diana Fig. 3 right: active Ours progressively slightly worse with E"
-    series = dict(a50_Ours=[80.0, 79.5, 79.8, 77.0], p_Grad=[60.0, 55.0, 53.0, 51.0])
-    _serve(monkeypatch, {name: _rec(name, _points([1, 2, 3, 5], **series))})
+    series = {"active-50/Ours": [80.0, 79.5, 79.8, 77.0], "passive/Grad": [60.0, 55.0, 53.0, 51.0]}
+    _serve(monkeypatch, {name: _rec(name, _points([1, 2, 3, 5], series))})
     assert _by_id(D._fig3_rows())[rid].status == "reproduced"      # the rise 79.5 -> 79.8 is within 1 point
-    series["a50_Ours"] = [80.0, 78.0, 79.5, 77.0]             # a rise of 1.5: partly
-    _serve(monkeypatch, {name: _rec(name, _points([1, 2, 3, 5], **series))})
+    series["active-50/Ours"] = [80.0, 78.0, 79.5, 77.0]       # a rise of 1.5: partly
+    _serve(monkeypatch, {name: _rec(name, _points([1, 2, 3, 5], series))})
     assert _by_id(D._fig3_rows())[rid].status == "partly"
 
 
@@ -178,8 +163,8 @@ def test_fig3_grad_at_five_epochs_is_the_last_point_within_five_of_fifty(monkeyp
     name = "part3_fig3_epochs_synthetic"
     rid = "Diana Fig. 3 right: Grad deteriorates to random guessing at E = 5"
     for grad_last, status in ((54.9, "reproduced"), (55.5, "not reproduced")):
-        series = dict(a50_Ours=[80.0, 79.0, 78.0, 77.0], p_Grad=[70.0, 60.0, 57.0, grad_last])
-        _serve(monkeypatch, {name: _rec(name, _points([5, 2, 3, 1][::-1], **series))})   # xs 1, 3, 2, 5
+        series = {"active-50/Ours": [80.0, 77.0, 79.0, 78.0], "passive/Grad": [70.0, grad_last, 60.0, 57.0]}
+        _serve(monkeypatch, {name: _rec(name, _points([1, 5, 2, 3], series))})   # E = 5 is the largest x, not the last given
         got = _by_id(D._fig3_rows())[rid]
         assert got.status == status and got.ours == f"{grad_last:.1f}%", got
 
