@@ -231,3 +231,14 @@ def test_interpolation_row_needs_the_first_order_rate_with_and_without_batchnorm
         monkeypatch.setattr(S, "live_propositions", lambda fake=fake: fake)
         row = next(r for r in S.rows() if r.result_id == rid)
         assert row.status == status, (without, with_bn, row.reason)
+
+
+def test_exact_replay_rows_need_float64_rounding(live, monkeypatch):
+    """§3's Scenarios 1-3 replay the client's update exactly: a gap of 1e-9 (far above float64
+    rounding on this small CNN, far below any visible error) is not an exact replay."""
+    rid = "Song §3 Scenario 1 (E=1, B=1) exact replay"
+    for gaps, status in (([0.0, 1e-13] * 3, "reproduced"), ([0.0] * 5 + [1e-9], "not reproduced")):
+        fake = live | {"case 1": gaps}
+        monkeypatch.setattr(S, "live_propositions", lambda fake=fake: fake)
+        row = next(r for r in S.rows() if r.result_id == rid)
+        assert row.status == status, (gaps, row.reason)
