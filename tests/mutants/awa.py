@@ -17,7 +17,7 @@ SONG = "src/flprivacy/ledger/song.py"
 DIAG = "src/flprivacy/experiments/awa_diagnostics.py"
 INV = "src/flprivacy/attacks/inversion.py"
 
-TESTS = pytest_command("tests/test_awa.py")
+TESTS = pytest_command("tests/test_awa.py", "tests/test_ledger_song.py")  # the latter runs the live checks of §3, eq. 19-30 and eq. 39
 
 MUTANTS = [
     # ---- §3 scenarios -------------------------------------------------------------------------------
