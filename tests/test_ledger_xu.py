@@ -10,7 +10,6 @@ the tests of Table 1's numbers and of the paper's own Table 1 under its rules.
 
 from __future__ import annotations
 
-import math
 import statistics
 
 import pytest
@@ -44,7 +43,7 @@ def test_fig1_numbers():
     assert f["phd_min_to_rest"] == [1 + 0 + 3, 1 + 1 + 3, 1 + 2 + 3]  # each PhD client's nearest among 3-9
     assert f["rest_max"] == pytest.approx(0.1 * (9 + 8))  # the farthest pair among 3-9
     assert f["loss"][(0, 16)] == pytest.approx(0.6) and f["loss"][(1, 64)] == pytest.approx(0.2)
-    se = math.sqrt(0.02) / math.sqrt(2)  # stdev of two values a, b is |a - b|/√2; its standard error /√2 more
+    se = 0.2 / 2  # two values a, b (0.5, 0.7; 0.1, 0.3): stdev |a - b|/√2, standard error |a - b|/2
     assert f["loss_se"][0] == pytest.approx(se) and f["loss_se"][1] == pytest.approx(se)  # the larger over B
     assert f["decoded"][16] == pytest.approx(0.6)
     assert f["decoded_se"] == pytest.approx(statistics.stdev([0.5, 0.5, 0.7, 0.7]) / 2)  # both clients' records at B = 16

@@ -23,7 +23,7 @@ import functools
 import sys
 
 
-def _patched(cache_mb: float):
+def _patched(cache_mb: int):
     from flprivacy.attacks import gradient_aia as ga
     from flprivacy.experiments import part3_fig4_large as large
 
@@ -44,8 +44,7 @@ def check() -> None:
     for p in plan:
         out = {}
         for mb in (0, 4096):
-            large.gradient_aia = functools.partial(ga.gradient_aia, max_cache_mb=mb)
-            d = large.attack_point(*p.args)
+            d = _patched(mb).attack_point(*p.args)
             d.pop("seconds")
             out[mb] = d
         same = out[0] == out[4096]
@@ -56,8 +55,10 @@ def check() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from flprivacy.experiments import positive_int
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cache-mb", type=float, default=None, help="gradient_aia's max_cache_mb for every point")
+    p.add_argument("--cache-mb", type=positive_int, default=None, help="gradient_aia's max_cache_mb for every point (a positive integer)")
     p.add_argument("--check", action="store_true", help="compare cache off and on at quick scale, run nothing else")
     args, rest = p.parse_known_args(argv)
     if args.check:
