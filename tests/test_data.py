@@ -104,6 +104,41 @@ def test_unreachable_source_reports_the_attempt(tmp_path):
         fetch(f, root=tmp_path)
 
 
+def test_a_dead_mirror_is_skipped_for_the_next_one(http_server, tmp_path):
+    digest = hashlib.sha256(b"a,b\n1,2\n").hexdigest()
+    f = RemoteFile("demo/table.csv", f"sha256:{digest}", ("http://127.0.0.1:9/table.csv", f"{http_server}/table.csv"))
+    assert fetch(f, root=tmp_path, allow_download=True).read_bytes() == b"a,b\n1,2\n"
+
+
+def test_offline_means_no_connection_and_says_so(tmp_path, monkeypatch, offline):
+    from flprivacy.data import files
+
+    monkeypatch.setattr(files, "reachable", lambda *a, **k: pytest.fail("FLPRIVACY_OFFLINE=1 must not connect"))
+    with pytest.raises(DataNotFoundError, match="downloading is off"):
+        fetch(RemoteFile("demo/t.csv", "", ("http://127.0.0.1:9/t.csv",)), root=tmp_path)
+
+
+def test_a_file_replaced_after_its_check_is_checked_again(tmp_path):
+    import os
+
+    (tmp_path / "x").mkdir()
+    f = tmp_path / "x/f.bin"
+    f.write_bytes(b"hello")
+    good = RemoteFile("x/f.bin", "sha256:" + hashlib.sha256(b"hello").hexdigest().upper())  # hex in either case
+    assert fetch(good, root=tmp_path) == f
+    f.write_bytes(b"hellO")
+    os.utime(f, (f.stat().st_atime, f.stat().st_mtime + 10))  # a later modification time, as a copy over it gives
+    with pytest.raises(ChecksumError, match="corrupted"):
+        fetch(good, root=tmp_path)
+
+
+def test_relative_data_dir_resolves_against_the_current_directory_first(monkeypatch, tmp_path):
+    (tmp_path / "src").mkdir()  # a folder named like one at the project root: the current directory's wins
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FLPRIVACY_DATA_DIR", "src")
+    assert data_dir() == tmp_path.resolve() / "src"
+
+
 # ---- ACS Income through folktables, on a generated file in the PUMS layout -------------------------
 def write_pums(path: Path, n: int = 50, seed: int = 0, blank_cow_every: int | None = None) -> pd.DataFrame:
     """A PUMS person file of ``n`` random rows; with ``blank_cow_every`` = k, every k-th row's

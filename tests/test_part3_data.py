@@ -160,7 +160,8 @@ def test_synthetic_census_draws_sex_hours_marriage_and_states_as_documented(cens
     # WKHP ~ N(42 - 5 woman - 0.004 (age - 45)², 9²) (+ a state's culture: one state here, in the intercept)
     X = np.stack([np.ones(n), woman * 1.0, (age - 45.0) ** 2], 1)
     beta, se, sigma = _ols(X, df.WKHP.to_numpy())
-    assert np.all(np.abs((beta[1:] - [-5, -0.004]) / se[1:]) < Z) and abs(sigma - 9) < 0.3  # rounding adds 1/12
+    assert np.all(np.abs((beta[1:] - [-5, -0.004]) / se[1:]) < Z)
+    assert abs(sigma - np.sqrt(81 + 1 / 12)) < Z * 9 / np.sqrt(2 * n)  # 9² plus rounding to whole hours (1/12)
     many = synthetic_census(n, states=None, seed=5)  # states weighted by their 2018 populations
     share = CE.STATE_POPULATION["CA"] / sum(CE.STATE_POPULATION.values())
     assert abs((many.ST == 6).mean() - share) < Z * np.sqrt(share * (1 - share) / n)
