@@ -8,6 +8,7 @@ process it started is left."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -160,6 +161,48 @@ def faulty(runs):
 def _reference(clients, local):
     return run_fedavg(linear_regression(2), clients, rounds=ROUNDS, local=local, seed=0,
                       adversary=SendBack(TARGET, ATTACK)).log
+
+
+def test_kill_takes_the_whole_process_tree_at_once(tmp_path):
+    """``Deployment.kill`` SIGKILLs a process, its process group and every descendant, including
+    one that left the group (its own session, as a daemon would): here a leader whose two children
+    would sleep for 5 minutes, so nothing but the kill can end them within the 2 s allowed (the
+    deployments' children exit by themselves when their parent dies, so the runs above cannot tell
+    a kill of the leader alone from this one)."""
+    import sys
+
+    dep = Deployment(tmp_path)
+    code = ("import subprocess, sys, time\n"
+            "subprocess.Popen(['sleep', '300'])\n"
+            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+            "time.sleep(300)\n")
+    leader = psutil.Process(dep._start("tree", [sys.executable, "-c", code]).pid)
+    deadline = time.monotonic() + 30
+    while len(leader.children()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [leader.pid] + [c.pid for c in leader.children(recursive=True)]
+    assert len(pids) == 3, "the leader did not start its two children within 30 s"
+    dep.kill("tree")
+
+    def alive() -> list[int]:
+        out = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    out.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        return out
+
+    deadline = time.monotonic() + 2  # a SIGKILL'd process is gone within a scheduler tick
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    left = alive()
+    for pid in left:  # a failing kill must not leave 5-minute sleepers behind
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
+    dep.procs["tree"].wait(timeout=5)  # reap the leader
+    assert left == [], "kill() left part of the process tree alive"
 
 
 def test_deployment_leaves_no_process(deployed):

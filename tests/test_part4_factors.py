@@ -181,3 +181,9 @@ def test_wilson_ablation_rows_follow_the_direction_of_the_change():
                 c["ddrm"]["lpips"] = c["raw"]["lpips"] * (1 - 5 * delta)
         fig7, fig2, *_ = wilson._ablation_rows(rec)
         assert fig7.status == want and fig2.status == want, (delta, fig7, fig2)
+        for c in rec["data"]["cases"]:  # a file made before LPIPS was scored: Fig. 7 read in SSIM
+            for m in ("raw", "ddrm", "mde_picked", "mde_last"):
+                c[m].pop("lpips", None)
+        fig7, fig2, _, lpips_row = wilson._ablation_rows(rec)
+        assert fig7.status == want and fig2.status == want, (delta, fig7, fig2)
+        assert "LPIPS not in the file" in fig7.ours and lpips_row.status == "not run"

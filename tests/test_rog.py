@@ -36,6 +36,20 @@ def test_generator_and_discriminator_shapes():
     assert p.shape == (3, 1, 8, 8) and p.min() >= 0 and p.max() <= 1  # sigmoid per patch of an 8x8 grid
 
 
+def test_last_convolution_sees_the_input_image():
+    """ROG's ``Ccgenerator`` ends with its outermost skip: the last convolution reads the decoder's
+    features concatenated with the input image itself, ``conv9(cat(d, x))``, so that the network
+    only has to learn a correction of its input. The input's channels enter it unchanged."""
+    G = R.RogGenerator(**R.rog_config()).eval()
+    seen = []
+    G.conv9.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().clone()))
+    x = torch.rand(2, 1, 32, 32)
+    G(x, torch.tensor([1, 7]))
+    (inp,) = seen
+    assert inp.shape == (2, G.conv9.in_channels, 32, 32)
+    assert torch.equal(inp[:, -x.shape[1]:], x)
+
+
 def test_class_conditional_norm_uses_the_label():
     G = R.RogGenerator(**R.rog_config()).eval()
     with torch.no_grad():
