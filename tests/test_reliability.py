@@ -42,6 +42,26 @@ def test_diverging_learning_rate_raises_naming_round_client_and_cause():
         run_fedavg(linear_regression(3), clients, rounds=50, local=LocalSGD(lr=100.0, epochs=5), seed=0)
 
 
+def test_divergence_warning_fires_once_at_the_first_round_past_1e8():
+    """run_fedavg warns (DivergenceWarning) at the first round t whose new global model θ^{t+1}
+    has a norm above 1e8 · max(‖θ^0‖, 1) (validation.DIVERGENCE_FACTOR's documented value), and
+    only then. lr = 1 on these least-squares clients is beyond 2/λ_max: the norm grows about
+    3x a round, so it crosses 1e8 well inside 40 rounds and stays finite (float64)."""
+    from flprivacy.validation import DivergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fl = run_fedavg(linear_regression(3), ls_clients(2), rounds=40, local=LocalSGD(lr=1.0), seed=0)
+    norms = fl.log.global_trajectory().norm(dim=1)
+    assert torch.isfinite(norms).all()
+    past = (norms[1:] > 1e8 * max(float(norms[0]), 1.0)).nonzero()
+    assert len(past) > 0, "the run did not diverge: the test's premise fails"
+    first = int(past[0])
+    mine = [w for w in caught if issubclass(w.category, DivergenceWarning)]
+    assert len(mine) == 1 and str(mine[0].message).startswith(f"run_fedavg: round {first}:")
+    assert "lr=1.0" in str(mine[0].message)
+
+
 def test_local_sgd_itself_raises_on_divergence():
     from flprivacy.federation import local_sgd
 
