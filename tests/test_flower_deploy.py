@@ -60,20 +60,25 @@ def _ours(workdir, any_home: bool = False) -> list[int]:
     return out
 
 
-def _left(base) -> list[int]:
-    """Live descendants of this test process, and processes carrying a FLWR_HOME under ``base``
-    (a grandchild re-parented when its parent died)."""
+def _alive(pids) -> list[int]:
+    """The processes of ``pids`` still alive (a zombie, dead but not yet reaped, counts as dead)."""
     out = []
-    procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
-    for pid in _ours(base, any_home=True):
-        procs.setdefault(pid, pid)
-    for pid, p in procs.items():
+    for pid in pids:
         try:
             if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
                 out.append(pid)
         except psutil.Error:
             pass
     return out
+
+
+def _left(base) -> list[int]:
+    """Live descendants of this test process, and processes carrying a FLWR_HOME under ``base``
+    (a grandchild re-parented when its parent died)."""
+    procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
+    for pid in _ours(base, any_home=True):
+        procs.setdefault(pid, pid)
+    return _alive(procs)
 
 
 @pytest.fixture(autouse=True)
@@ -183,21 +188,10 @@ def test_kill_takes_the_whole_process_tree_at_once(tmp_path):
     pids = [leader.pid] + [c.pid for c in leader.children(recursive=True)]
     assert len(pids) == 3, "the leader did not start its two children within 30 s"
     dep.kill("tree")
-
-    def alive() -> list[int]:
-        out = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    out.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        return out
-
     deadline = time.monotonic() + 2  # a SIGKILL'd process is gone within a scheduler tick
-    while alive() and time.monotonic() < deadline:
+    while _alive(pids) and time.monotonic() < deadline:
         time.sleep(0.02)
-    left = alive()
+    left = _alive(pids)
     for pid in left:  # a failing kill must not leave 5-minute sleepers behind
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
