@@ -75,10 +75,7 @@ def _alive(pids) -> list[int]:
 def _left(base) -> list[int]:
     """Live descendants of this test process, and processes carrying a FLWR_HOME under ``base``
     (a grandchild re-parented when its parent died)."""
-    procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
-    for pid in _ours(base, any_home=True):
-        procs.setdefault(pid, pid)
-    return _alive(procs)
+    return _alive({p.pid for p in psutil.Process().children(recursive=True)} | set(_ours(base, any_home=True)))
 
 
 @pytest.fixture(autouse=True)
@@ -177,7 +174,7 @@ def test_kill_takes_the_whole_process_tree_at_once(tmp_path):
     import sys
 
     dep = Deployment(tmp_path)
-    code = ("import subprocess, sys, time\n"
+    code = ("import subprocess, time\n"
             "subprocess.Popen(['sleep', '300'])\n"
             "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
             "time.sleep(300)\n")
