@@ -4,6 +4,7 @@ layer weights, the attacks' objectives, Bayesian optimisation, and BatchNorm sup
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -640,3 +641,49 @@ print(json.dumps(dict(applied=applied, faults=resource.getrusage(resource.RUSAGE
         assert default["faults"] >= 20 * per_pass, (default, per_pass)
         # kept, 20 more passes add at most a quarter of a block per pass (no reuse would add 20 blocks)
         assert kept40["faults"] - kept20["faults"] <= 5 * per_pass, (kept20, kept40, per_pass)
+
+
+def test_trace_scores_the_dummy_without_changing_the_attack():
+    """``run_variant(trace_every=k)`` (Song Figs. 3-4's curves) scores the dummy every k Adam
+    iterations and at the last: the same images and objective as without the trace, the last point
+    equal to the final scores, and the scoring's seconds kept out of the attack's."""
+    from flprivacy.experiments import awa_diagnostics as diag
+
+    m, (X, y) = cnn64(), data()
+    th = m.init_params(0)
+    v = {v.name: v for v in diag.variants()}["ours: AWA"]
+    plain = diag.run_variant(v, m, th, X, y, iterations=7, seed=5, lr=0.1)
+    traced = diag.run_variant(v, m, th, X, y, iterations=7, seed=5, lr=0.1, trace_every=3)
+    assert torch.equal(plain["images"], traced["images"]) and plain["objective"] == traced["objective"]
+    assert "trace" not in plain and traced["trace"]["iteration"] == [3, 6, 7]
+    assert traced["trace"]["ssim"][-1] == traced["ssim"] and traced["trace"]["psnr"][-1] == traced["psnr"]
+    assert diag.run_variant(v, m, th, X, y, iterations=3, seed=5, lr=0.1, trace_every=3)["trace"]["ssim"] == \
+        traced["trace"]["ssim"][:1]  # the curve at 3 is a 3-iteration attack's end
+    assert traced["trace_seconds"] > 0 and traced["seconds"] > 0
+    with pytest.raises(ValueError, match="trace_every"):
+        diag.run_variant(v, m, th, X, y, iterations=2, seed=5, lr=0.1, trace_every=-1)
+    lbfgs = {w.name: w for w in diag.variants()}["DLG as Zhu et al."]  # L-BFGS: no Adam iterations to trace
+    with pytest.raises(ValueError, match="trace_every"):
+        diag.run_variant(lbfgs, m, th, X, y, iterations=2, seed=5, lr=0.1, trace_every=1)
+
+
+def test_resnet18_curves_are_the_grid_cell_and_resume(monkeypatch, tmp_path):
+    """``awa_curves_resnet18``: one file per (model, case) holding the curve; a finished curve with
+    the same budget and spacing is skipped, another budget is rerun. (A small CNN stands in for
+    ResNet-18, as in the BO test: the plumbing, not the GPU runs.)"""
+    from flprivacy.experiments import awa_curves_resnet18 as fc
+    from flprivacy.experiments import awa_table4_resnet18 as t4
+
+    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr(t4, "make_model", lambda name: FLModel(SmallCNN(3, 10, 32, width=4), "cross_entropy"))
+    fc.main(["--models", "resnet18-sigmoid", "--cases", "1", "--iterations", "4", "--every", "2"])
+    path = tmp_path / "awa_curves_resnet18" / "resnet18-sigmoid_case1.json"
+    d = json.loads(path.read_text())["data"]
+    assert d["trace"]["iteration"] == [2, 4] and d["trace"]["ssim"][-1] == d["ssim"]
+    assert d["Q"] == d["Q_table_iii"] and d["gradient_scale"] is True and (d["E"], d["B"]) == (1, 1)
+    grid = t4.run_one(t4.Run("resnet18-sigmoid", "case 1", "AWA"), iterations=4, device="cpu")
+    assert d["ssim"] == grid["ssim"] and d["images"] == grid["images"]  # the grid's AWA cell, step for step
+    assert fc.done("resnet18-sigmoid", "case 1", 4, 2) and not fc.done("resnet18-sigmoid", "case 1", 6, 2)
+    stamp = path.stat().st_mtime_ns
+    fc.main(["--models", "resnet18-sigmoid", "--cases", "1", "--iterations", "4", "--every", "2"])
+    assert path.stat().st_mtime_ns == stamp

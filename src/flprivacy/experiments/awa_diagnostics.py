@@ -233,12 +233,18 @@ def attack(v: Variant, iterations: int, seed: int) -> dict:
 
 
 def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, iterations: int, seed: int,
-                lr: float = 1e-3) -> dict:
+                lr: float = 1e-3, trace_every: int = 0) -> dict:
     """One variant against a client holding ``X, y`` who trains from ``theta`` at ``lr``: the attack,
     then its scores (windowed and global SSIM, PSNR, MSE, eq. 33 objective, evaluations, seconds).
     It runs on the device of ``theta``, ``X`` and ``y`` (the scores on the CPU).
     The baseline variants are the library's :func:`~flprivacy.attacks.awa.dlg_attack` and
-    :func:`~flprivacy.attacks.awa.awa_attack` step for step (same dummy start, loss and clamp)."""
+    :func:`~flprivacy.attacks.awa.awa_attack` step for step (same dummy start, loss and clamp).
+    ``trace_every = k > 0`` (Adam only) also scores the dummy every k iterations and at the last
+    one, as ``trace`` {"iteration", "ssim", "psnr"} (Song Figs. 3-4's curves); the scoring reads the
+    dummy without changing the attack's steps."""
+    if trace_every < 0 or (trace_every > 0 and v.optimizer != "adam"):
+        raise ValueError(f"run_variant: trace_every must be 0 or a positive number of Adam iterations; got {trace_every} "
+                         f"with optimizer {v.optimizer!r}.")
     theta_next, orders = awa.client_update(model, theta, X, y, lr=lr, epochs=v.epochs, batches=v.batches,
                                            seed=child_seed(seed, 2))
     labels = y[orders[0]]
@@ -296,6 +302,8 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
         evals += 1
         return loss
 
+    trace: dict[str, list] = {"iteration": [], "ssim": [], "psnr": []}
+    trace_seconds = 0.0  # scoring the trace, not the attack: left out of ``seconds``
     t0 = time.perf_counter()
     diverged = False
     if v.optimizer == "adam":
@@ -312,6 +320,13 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
             if v.clamp:
                 with torch.no_grad():
                     x.clamp_(0, 1)
+            if trace_every and (evals % trace_every == 0 or evals == iterations):
+                t_score = time.perf_counter()
+                q = scores(x.detach().clamp(0, 1), X)
+                trace["iteration"].append(evals)
+                trace["ssim"].append(q["ssim"])
+                trace["psnr"].append(q["psnr"])
+                trace_seconds += time.perf_counter() - t_score
     else:
         opt = torch.optim.LBFGS(params, lr=1, max_iter=20, history_size=100)
         while evals < iterations:
@@ -324,7 +339,7 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
                 break
             if evals == before:
                 break
-    seconds = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0 - trace_seconds
     images = x.detach().clamp(0, 1)
     with torch.enable_grad():
         pred = awa.replay(model, pb.start, images, targets().detach(), lr=pb.lr, batches=pb.batches,
@@ -335,6 +350,9 @@ def run_variant(v: Variant, model: FLModel, theta: Tensor, X: Tensor, y: Tensor,
                                                                 epochs=pb.epochs).detach(), pb.target, "l2")),
                evaluations=evals, seconds=seconds, diverged=diverged, first_grad_mean_abs=first_grad,
                Q=Q.as_dict())
+    if trace_every:
+        out["trace"] = trace
+        out["trace_seconds"] = trace_seconds
     if logits is not None:
         out["label_accuracy"] = float((logits.detach().argmax(-1) == pb.labels).double().mean())
     return out
