@@ -62,6 +62,63 @@ def test_fig4_case4_compares_with_the_lowest_of_the_other_cases():
     assert S.quick_figure_verdicts(runs, 1000)["Fig. 4 case 4"].status == "reproduced"
 
 
+def _long(ssims, step=500):
+    """A curve of awa_curves_resnet18 (``trace``) with points every ``step`` iterations."""
+    return {"trace": _curve(ssims, step)}
+
+
+def _curves(**overrides):
+    good = (0.5, 0.8, 0.95, 0.96, 0.97, 0.98)  # 500..3,000: above 0.9 at 1,500, rising past 1,000
+    curves = {c: _long(good) for c in ("case 1", "case 2", "case 3")}
+    curves["case 4"] = _long((0.5, 0.8, 0.93, 0.94, 0.95, 0.96))
+    return curves | {c: _long(v) for c, v in overrides.items()}
+
+
+def test_resnet18_curves_read_figs_3_and_4_at_their_points():
+    """Figs. 3-4 at ResNet-18 (awa_curves_resnet18): SSIM at 3,000 strictly above SSIM at 1,000; above
+    0.9 (strictly) at or before 1,500; case 4's final SSIM at most the lowest of cases 1-3."""
+    v = S.curve_figure_verdicts(_curves())
+    assert {k: x.status for k, x in v.items()} == dict.fromkeys(("Fig. 3", "Fig. 4", "Fig. 4 case 4"), "reproduced")
+    flat = S.curve_figure_verdicts(_curves(**{"case 2": (0.5, 0.95, 0.95, 0.95, 0.95, 0.95)}))
+    assert flat["Fig. 3"].status == "not reproduced" and "case 2" in flat["Fig. 3"].reason  # equal: not above
+    late = S.curve_figure_verdicts(_curves(**{"case 3": (0.5, 0.8, 0.9, 0.95, 0.96, 0.97)}))  # 0.9 at 1,500 is not above
+    assert late["Fig. 4"].status == "not reproduced" and "case 3" in late["Fig. 4"].reason
+    assert late["Fig. 3"].status == "reproduced"
+    high4 = S.curve_figure_verdicts(_curves(**{"case 4": (0.5, 0.8, 0.93, 0.94, 0.95, 0.981)}))
+    assert high4["Fig. 4 case 4"].status == "not reproduced"
+    low1 = S.curve_figure_verdicts(_curves(**{"case 1": (0.5, 0.8, 0.93, 0.94, 0.95, 0.96)}))  # ties case 4: at most
+    assert low1["Fig. 4 case 4"].status == "reproduced"
+    lower1 = S.curve_figure_verdicts(_curves(**{"case 1": (0.5, 0.8, 0.93, 0.94, 0.95, 0.955)}))  # below case 4
+    assert lower1["Fig. 4 case 4"].status == "not reproduced"  # the lowest of cases 1-3, not the highest
+
+
+def test_resnet18_curves_refute_on_one_case_and_wait_for_the_others():
+    """A claim made for all four cases: one case that breaks it refutes it; cases that all hold leave
+    it "not run" until the four have run; case 4's comparison needs all four."""
+    one_bad = S.curve_figure_verdicts({"case 1": _long((0.01, 0.03, 0.03, 0.03, 0.03, 0.03))})
+    assert one_bad["Fig. 4"].status == "not reproduced" and "case 2, case 3, case 4 not run" in one_bad["Fig. 4"].reason
+    assert one_bad["Fig. 3"].status == "not reproduced"  # 0.03 at 3,000 is not above 0.03 at 1,000
+    assert one_bad["Fig. 4 case 4"].status == "not run"
+    one_good = S.curve_figure_verdicts({"case 1": _curves()["case 1"]})
+    assert one_good["Fig. 3"].status == one_good["Fig. 4"].status == "not run"
+    three = _curves()
+    del three["case 4"]
+    assert S.curve_figure_verdicts(three)["Fig. 4 case 4"].status == "not run"
+    two = {c: v for c, v in _curves(**{"case 4": (0.5, 0.8, 0.93, 0.94, 0.95, 0.999)}).items() if c in ("case 1", "case 4")}
+    assert S.curve_figure_verdicts(two)["Fig. 4 case 4"].status == "not run"  # against cases 1-3, not case 1 alone
+    with pytest.raises(ValueError, match="reach 3000"):
+        S.curve_figure_verdicts({"case 1": _long((0.5, 0.8, 0.95, 0.96))})  # ends at 2,000
+    with pytest.raises(ValueError, match="point at 1000"):
+        S.curve_figure_verdicts({"case 1": {"trace": {"iteration": [700, 1400, 2100, 3000], "ssim": [0.1, 0.2, 0.3, 0.4]}}})
+    with pytest.raises(ValueError, match="unknown case"):
+        S.curve_figure_verdicts({"case 5": _curves()["case 1"]})
+
+
+def test_ssim_at_reads_the_recorded_point_only():
+    d = _long((0.1, 0.2, 0.3))
+    assert S.ssim_at(d, 1000) == 0.2 and S.ssim_at(d, 999) is None
+
+
 def test_bo_q_star_against_q_one():
     runs = _runs(f_ours=2.0, f_one=2.0)  # a tie in case 4 is no worse than Q = 1
     assert S.quick_figure_verdicts(runs, 1000)["Q* vs 1"].status == "reproduced"

@@ -10,6 +10,15 @@ Each mutant breaks one step of Alg. 1 as deployed (the rounds, θ^0, eq. 1's wei
 of Alg. 4), a node's data, the round's closing on a timeout, or the no-process-left promise; ``why``
 names it. A mutant is caught when tests/test_flower_deploy.py fails (a wrong log, an error, a
 timeout of the deployment, or a process left behind).
+
+The mutants that break the clean-up (``kill_leader_only``, ``stop_superlink_only`` and the like)
+are caught because they leave processes behind, and those processes outlive the run: after it,
+kill whatever the clone's Flower executables still run, e.g.
+
+    pkill -f "$PWD/.venv/bin/flower-"
+
+(the 2026-11-29 run of the whole catalogue left 12 ``flower-supernode`` and several
+``flower-superexec`` processes).
 """
 
 from tools.mutation import Mutant, pytest_command
