@@ -100,12 +100,14 @@ def test_every_committed_paper_scale_part2_and_part3_file_is_planned():
 
 
 def test_a_job_runs_at_its_scale(tmp_path, monkeypatch):
-    """The subprocess gets the job's scale; a fixed job runs without the variable, as its file records."""
+    """The subprocess gets the job's scale (a fixed job runs without the variable, as its file records)
+    and glibc's setting that keeps freed memory."""
     seen = {}
 
     class FakePopen:
         def __init__(self, cmd, env, **kw):
             seen[cmd[2]] = env.get("FLPRIVACY_SCALE")
+            seen["allocator"] = {k: env.get(k) for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")}
 
         def wait(self):
             return 0
@@ -117,6 +119,8 @@ def test_a_job_runs_at_its_scale(tmp_path, monkeypatch):
         assert R.run_job(job)["status"] == "ran"
         assert seen["flprivacy.experiments.part2_toy"] == (None if scale == "fixed" else scale)
         assert ("FLPRIVACY_SCALE" in job.command) == (scale != "fixed")
+        # glibc keeps freed memory in every command (the numbers do not change; bench_part3_allocator)
+        assert seen["allocator"] == {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "2147483647"}
     with pytest.raises(ValueError, match="scale"):
         R.Job("x", "part2_toy", (), scale="huge")
 
@@ -751,3 +755,30 @@ def test_record_status_judges_any_record_as_status_judges_a_planned_one():
     assert not ok and "no_such_file.py removed since the run" in why
     ok, why = R.record_status({"command": "python -m elsewhere"})
     assert not ok and "names no flprivacy.experiments module" in why
+
+
+def test_time_allocators_runs_each_setting_in_its_own_environment(monkeypatch):
+    """The default child runs without glibc's variables (even when the caller's shell sets them), the
+    kept child with them; the ratio is default over kept, and a child whose ``same`` differs is reported."""
+    import json as _json
+    import subprocess as _sp
+
+    import flprivacy.experiments as E
+
+    monkeypatch.setenv("MALLOC_MMAP_MAX_", "0")  # the caller's own setting must not leak into the default child
+    seen = []
+
+    def fake_run(cmd, env, **kw):
+        kept = env.get("MALLOC_MMAP_MAX_") == "0" and env.get("MALLOC_TRIM_THRESHOLD_") == "2147483647"
+        seen.append((cmd[cmd.index("--child") + 1], kept, env["OMP_NUM_THREADS"]))
+        rec = {"wall": 1.0 if kept else 3.0, "user": 1.0, "system": 0.0 if kept else 1.0, "minor_faults": 5,
+               "out": outputs.pop(0)}
+        return _sp.CompletedProcess(cmd, 0, _json.dumps(rec) + "\n", "")
+
+    monkeypatch.setattr(E.subprocess, "run", fake_run)
+    outputs = [1, 1, 1, 1]
+    res = E.time_allocators("awa_bench", ["--x"], 2, "out")
+    assert seen == [(E.ALLOCATORS[0], False, "1"), (E.ALLOCATORS[1], True, "1")] * 2
+    assert res["wall_ratio"] == 3.0 and res["cpu_ratio"] == 2.0 and res["same_numbers"]
+    outputs = [1, 2]
+    assert not E.time_allocators("awa_bench", [], 1, "out")["same_numbers"]

@@ -96,6 +96,47 @@ def use_threads(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
 
 
+KEEP_FREED_MEMORY_ENV: dict[str, str] = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "2147483647"}
+"""The environment form of :func:`keep_freed_memory`, read by glibc when a process starts: what
+``reproduce`` gives every command it runs (``python -m flprivacy.experiments.bench_part3_allocator``
+measures it on a paper-scale Part III point and on the gradient-based AIA at 36,000 rows)."""
+
+
+ALLOCATORS: tuple[str, ...] = ("glibc default", "keep freed memory")
+"""The two settings of glibc's allocator :func:`time_allocators` compares (the second is
+:data:`KEEP_FREED_MEMORY_ENV`)."""
+
+
+def time_allocators(module: str, args: Sequence[str], repeats: int, same: str) -> dict[str, Any]:
+    """Run ``python -m flprivacy.experiments.<module> --child <setting> *args`` under each of
+    :data:`ALLOCATORS`, alternating, ``repeats`` times, on one thread each (an allocator setting
+    holds for a whole process, so each run is a child process). Each child prints, as its last line,
+    a JSON object with at least ``wall``, ``user``, ``system`` (seconds) and ``minor_faults``, and
+    ``same``: what must not depend on the setting. Returns every run, the medians per setting, the
+    default's over the kept setting's (wall, and CPU = user + system) and whether ``same`` was equal
+    in every run."""
+    import statistics
+
+    runs: dict[str, list[dict]] = {a: [] for a in ALLOCATORS}
+    for r in range(repeats):
+        for a in ALLOCATORS:
+            env = {k: v for k, v in os.environ.items() if k not in KEEP_FREED_MEMORY_ENV} | {"OMP_NUM_THREADS": "1"}
+            env |= KEEP_FREED_MEMORY_ENV if a == ALLOCATORS[1] else {}
+            cmd = [sys.executable, "-m", f"flprivacy.experiments.{module}", "--child", a, *args]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+            if out.returncode != 0:
+                raise RuntimeError(f"{module}: the child under {a!r} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+            runs[a].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            x = runs[a][-1]
+            print(f"{module}, repeat {r}, {a}: {x['wall']:.2f} s wall, {x['system']:.2f} s in the kernel", flush=True)
+    med = {a: {k: statistics.median(x[k] for x in v) for k in ("wall", "user", "system", "minor_faults")}
+           for a, v in runs.items()}
+    default, kept = (med[a] for a in ALLOCATORS)
+    return dict(median=med, runs=runs, repeats=repeats, wall_ratio=default["wall"] / kept["wall"],
+                cpu_ratio=(default["user"] + default["system"]) / (kept["user"] + kept["system"]),
+                same_numbers=len({json.dumps(x[same], sort_keys=True) for v in runs.values() for x in v}) == 1)
+
+
 def keep_freed_memory() -> bool:
     """Make glibc's allocator keep freed memory for reuse in this process: no ``mmap`` for large
     blocks (``M_MMAP_MAX = 0``) and no trimming of the heap (``M_TRIM_THRESHOLD`` at its maximum),

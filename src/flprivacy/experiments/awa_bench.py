@@ -30,8 +30,6 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -43,7 +41,8 @@ from ..attacks.inversion import update_distance
 from ..config import base_seed, child_seed
 from ..ledger.song import TABLE_III
 from ..models import resnet18
-from . import add_threads_option, keep_freed_memory, positive_int, save_result, use_threads
+from . import (ALLOCATORS, add_threads_option, keep_freed_memory, positive_int, save_result, time_allocators,
+               use_threads)
 from .awa_table4 import client_images
 
 
@@ -58,10 +57,6 @@ def per_layer_loss(layers: Sequence[awa.Layer], Q: awa.AWAWeights) -> Callable[[
         return (w.to(sq.dtype) * sq).sum()
 
     return loss
-
-
-ALLOCATORS: tuple[str, ...] = ("glibc default", "keep freed memory")
-"""The allocator settings :func:`bench_allocator` compares (the second is :func:`keep_freed_memory`)."""
 
 
 def _case1() -> tuple:
@@ -99,26 +94,12 @@ def time_fused(iterations: int) -> dict:
 
 
 def bench_allocator(iterations: int = 3, repeats: int = 2, threads: int = 1) -> dict:
-    """The fused attack under each of :data:`ALLOCATORS`, in alternating child processes; medians
-    per setting and the default's over the kept setting's (wall and CPU = user + system)."""
-    runs: dict[str, list[dict]] = {a: [] for a in ALLOCATORS}
-    for r in range(repeats):
-        for a in ALLOCATORS:
-            cmd = [sys.executable, "-m", "flprivacy.experiments.awa_bench", "--child", a, "--iterations",
-                   str(iterations), "--threads", str(threads)]
-            out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if out.returncode != 0:
-                raise RuntimeError(f"awa_bench: the child timing {a!r} failed ({out.returncode}):\n{out.stderr[-2000:]}")
-            runs[a].append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(f"repeat {r}: {a} {runs[a][-1]['wall']:.2f} s/it wall, {runs[a][-1]['system']:.2f} s/it in the kernel",
-                  flush=True)
-    med = {a: {k: statistics.median(x[k] for x in v) for k in ("wall", "user", "system", "minor_faults")}
-           for a, v in runs.items()}
-    default, kept = (med[a] for a in ALLOCATORS)
-    return dict(median=med, runs=runs, iterations=iterations, repeats=repeats, threads=threads,
-                wall_ratio=default["wall"] / kept["wall"],
-                cpu_ratio=(default["user"] + default["system"]) / (kept["user"] + kept["system"]),
-                same_loss=len({x["final_loss"] for v in runs.values() for x in v}) == 1)
+    """The fused attack under each of :data:`~flprivacy.experiments.ALLOCATORS`, in alternating child
+    processes (:func:`~flprivacy.experiments.time_allocators`); medians per setting and the default's
+    over the kept setting's (wall and CPU = user + system)."""
+    out = time_allocators("awa_bench", ["--iterations", str(iterations), "--threads", str(threads)], repeats,
+                          "final_loss")
+    return dict(out, iterations=iterations, threads=threads, same_loss=out.pop("same_numbers"))
 
 
 def bench(iterations: int = 3, repeats: int = 2) -> dict:

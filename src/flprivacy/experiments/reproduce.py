@@ -28,7 +28,11 @@ stale; the rule and its limits are in ``flprivacy.experiments.fingerprint``). Th
 module runs as ``__main__``, so it is not among the imports a record lists: it is read at the
 record's commit (:func:`module_at_commit`) and judged the same way, and a record whose commit is
 unknown or "+dirty" is stale (an edit to an experiment's own settings or ``main`` reruns it). Every other
-command runs, each in its own process on one torch thread, ``--jobs`` at a time; a command that fails is reported and the
+command runs, each in its own process on one torch thread, ``--jobs`` at a time, with glibc's
+allocator keeping freed memory (:data:`~flprivacy.experiments.KEEP_FREED_MEMORY_ENV`: the
+gradient-based AIA's large products are then not mapped and zero-filled afresh at every iteration;
+the numbers do not change, and ``python -m flprivacy.experiments.bench_part3_allocator`` measures
+the time saved side by side); a command that fails is reported and the
 others go on; each command's output goes to ``_build/reproduce-logs/<result>.log`` (follow a
 long one with ``tail -f``). Interrupt it at any time (Ctrl-C, or ``kill`` of this process): the
 running commands are stopped, finished files stay, and the next call resumes.
@@ -59,7 +63,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..config import SCALE_ENV, project_root
-from . import git_commit, positive_int, result_path, save_result
+from . import KEEP_FREED_MEMORY_ENV, git_commit, positive_int, result_path, save_result
 
 
 @dataclass(frozen=True)
@@ -365,7 +369,8 @@ def log_path(job: Job) -> Path:
 
 
 def run_job(job: Job, inner: int = 1) -> dict[str, Any]:
-    """Run one job in its own process (at its scale, one torch thread); return its record.
+    """Run one job in its own process (at its scale, one torch thread, glibc's allocator keeping
+    freed memory: :data:`~flprivacy.experiments.KEEP_FREED_MEMORY_ENV`); return its record.
 
     Its output goes to :func:`log_path`, not to a pipe, so a job that outlives its parent (killed
     rather than interrupted) still finishes and writes its file; :func:`stop_running` ends the
@@ -373,7 +378,7 @@ def run_job(job: Job, inner: int = 1) -> dict[str, Any]:
     ``--jobs inner`` when ``inner`` > 1 (its file's numbers do not depend on it, and :func:`status`
     ignores the option).
     """
-    env = {**os.environ, SCALE_ENV: job.scale, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, SCALE_ENV: job.scale, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **KEEP_FREED_MEMORY_ENV}
     if job.scale == "fixed":  # scale-independent: its file records the command without the variable
         env.pop(SCALE_ENV)
     out = {"result": job.file, "command": job.command, "seconds": 0.0}
@@ -430,7 +435,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 def _save_record(records: list[dict[str, Any]], jobs: int, seconds: float) -> None:
     """``book/results/reproduce.json``: this call's commands (ran, failed, stopped, skipped) and
     :func:`plan_record`."""
-    save_result("reproduce", {"this_call": {"jobs": records, "jobs_at_a_time": jobs, "wall_seconds": round(seconds, 1)},
+    save_result("reproduce", {"this_call": {"jobs": records, "jobs_at_a_time": jobs, "wall_seconds": round(seconds, 1),
+                                            "environment": {"OMP_NUM_THREADS": "1", **KEEP_FREED_MEMORY_ENV}},
                               "plan": plan_record()}, seeds=[0, 1, 2], scale_="paper")
 
 
