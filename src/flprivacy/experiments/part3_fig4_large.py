@@ -35,7 +35,15 @@ that a session runs the points that fit in it. A larger cache (``gradient_aia``'
 of 36,000 rows and 10 rounds, one thread: 5.85 s against 16.2 s; the results are bit-identical
 with and without it, checked at 3,000 rows), but it holds 644 float32 numbers per candidate row
 and round: 18.5 GB for California's 100 passive rounds and 13.4 GB for Texas's, on a 24 GB
-machine that also runs the book's tests, so the command keeps the default. Each point trains
+machine that also runs the book's tests, so the command keeps the default. Much of an
+iteration's cost is the kernel's, not the arithmetic: every iteration allocates and frees products of
+hundreds of megabytes, which glibc maps and zero-fills afresh. With glibc keeping freed memory
+(:data:`~flprivacy.experiments.KEEP_FREED_MEMORY_ENV`, which ``make reproduce`` sets; by hand, prefix
+the command with ``MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647``) the point
+``seed=1_client=42_active`` took 1,267 s against 1,977 s under the default allocator, with the
+same data (side by side on one 2-core machine, 2026-11-29); on the generated 36,000 rows and 10
+rounds above, an iteration (the difference between runs of 4 and 2 iterations, halved) without the cache took 3.1 s against 7.8 s, and with the cache 1.0 s
+against 3.5 s (``python -m flprivacy.experiments.bench_part3_allocator`` times the first). Each point trains
 the seed's federation again (deterministic, about 10 minutes of one core). Writes
 ``book/results/part3_fig4_large_synthetic[_quick].json`` once every point is there.
 At quick scale the census has 8,000 people and the threshold is :data:`QUICK_MIN_ROWS` rows (the
