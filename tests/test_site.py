@@ -326,6 +326,10 @@ def test_site_weight(site):
     mathjax = site / "_static" / "mathjax"
     assert (mathjax / "tex-chtml.js").is_file(), "MathJax (tex-chtml.js) is not inside the build: math needs the network"
     assert not (mathjax / "sre").exists(), "the whole MathJax distribution is shipped (tools/book_assets.py not loaded?)"
+    fonts = site / "_static" / "vendor" / "fontawesome" / "webfonts"
+    assert (fonts / "fa-solid-900.woff2").is_file(), "the icon web fonts the theme's CSS draws the icons with are missing"
+    assert not (site / "_static" / "scripts" / "fontawesome.js").exists(), \
+        "the theme's 1.5 MB fontawesome.js is shipped beside the icon fonts (tools/book_assets.py not loaded?)"
     assert size < 15 * 2**20, f"_build/html is {size / 2**20:.1f} MB; the bar is 15 MB"
 
 
