@@ -195,3 +195,12 @@ def test_grad_rows_say_which_relaxation_their_file_ran():
     old = grad_relaxation_reason({"data": {"settings": {"lr": 1.0}}})  # made before the settings named it
     assert "authors' relaxation" in authors and "reruns" not in authors
     assert "mixture relaxation with the softmax sampler" in old and "reruns this file" in old
+
+
+def test_readme_counts_are_the_committed_ledgers():
+    """The README's table of statuses per paper ("at commit time it counted") is the committed ledger's."""
+    text = (ROOT / "README.md").read_text()
+    table = {m[0].strip(): [int(x) for x in m[1:]] for m in re.findall(
+        r"^\| ([^|]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)}
+    want = {paper: [n[s] for s in L.STATUSES] for paper, n in L.counts(L.load()).items()}
+    assert table == want, f"README.md's ledger table {table} differs from book/results/ledger.json's counts {want}"
