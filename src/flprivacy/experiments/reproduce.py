@@ -368,6 +368,11 @@ def log_path(job: Job) -> Path:
     return project_root() / LOG_DIR / f"{job.result}.log"
 
 
+JOB_ENV: dict[str, str] = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **KEEP_FREED_MEMORY_ENV}
+"""What every command's process gets on top of the caller's environment (and its scale): one math
+thread, and glibc's allocator keeping freed memory; ``reproduce.json`` records it."""
+
+
 def run_job(job: Job, inner: int = 1) -> dict[str, Any]:
     """Run one job in its own process (at its scale, one torch thread, glibc's allocator keeping
     freed memory: :data:`~flprivacy.experiments.KEEP_FREED_MEMORY_ENV`); return its record.
@@ -378,7 +383,7 @@ def run_job(job: Job, inner: int = 1) -> dict[str, Any]:
     ``--jobs inner`` when ``inner`` > 1 (its file's numbers do not depend on it, and :func:`status`
     ignores the option).
     """
-    env = {**os.environ, SCALE_ENV: job.scale, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **KEEP_FREED_MEMORY_ENV}
+    env = {**os.environ, SCALE_ENV: job.scale, **JOB_ENV}
     if job.scale == "fixed":  # scale-independent: its file records the command without the variable
         env.pop(SCALE_ENV)
     out = {"result": job.file, "command": job.command, "seconds": 0.0}
@@ -436,7 +441,7 @@ def _save_record(records: list[dict[str, Any]], jobs: int, seconds: float) -> No
     """``book/results/reproduce.json``: this call's commands (ran, failed, stopped, skipped) and
     :func:`plan_record`."""
     save_result("reproduce", {"this_call": {"jobs": records, "jobs_at_a_time": jobs, "wall_seconds": round(seconds, 1),
-                                            "environment": {"OMP_NUM_THREADS": "1", **KEEP_FREED_MEMORY_ENV}},
+                                            "environment": JOB_ENV},
                               "plan": plan_record()}, seeds=[0, 1, 2], scale_="paper")
 
 
