@@ -67,7 +67,9 @@ def leaf_synthetic(sizes: Sequence[int] = (280, 184, 1536, 256, 208), n_features
 
     - ``"argmax"`` (default): the rule as the paper states it, y = argmax_k of the logits, with
       NumPy's ``default_rng(seed)``.
-    - ``"leaf-reference"``: **exactly** what LEAF's reference generator does
+    - ``"leaf-reference"``: **exactly** what LEAF's first reference generator did (commit
+      ``15681b5``, 2019-09-17; LEAF replaced its softmax by SciPy's over the classes on 2019-10-28,
+      commit ``54669fd``, which is the ``"argmax"`` rule)
       (``TalwalkarLab/leaf``, ``data/synthetic/data_generator.py``, class ``SyntheticDataset`` with
       ``prob_clusters`` uniform over ``n_clusters``): the same legacy ``np.random.RandomState(seed)``
       stream, drawn in the reference's order (Q; the cluster means; then per client: the cluster
@@ -76,8 +78,9 @@ def leaf_synthetic(sizes: Sequence[int] = (280, 184, 1536, 256, 208), n_features
       ``sum`` over the *rows*: the softmax is normalised over the client's **samples** (a column
       sum), not over the classes. The label is then argmax_k (z_ik - log Σ_j exp z_jk): the logits
       shifted by a per-class offset that depends on the client's own data. For the same ``sizes``
-      and ``seed`` the features and labels equal the reference script's output (its ``main.py``
-      draws the client sizes before re-seeding, so they do not touch this stream).
+      and ``seed`` the features, labels and models equal that script's output (its ``main.py``
+      draws the client sizes before re-seeding, so they do not touch this stream):
+      ``tests/test_leaf_reference.py`` compares them with a fixture of its output.
     """
     for name, v in (("n_features", n_features), ("n_classes", n_classes), ("n_clusters", n_clusters), *(("sizes", s) for s in sizes)):
         check_int(name, v, "leaf_synthetic", minimum=1)
