@@ -8,7 +8,8 @@ Grad, Grad-w-O, Ours passive and active, Model-w-O); the paper's numbers are
 Commands (``FLPRIVACY_SCALE=paper`` for the paper's settings, the default is the quick scale)::
 
     python -m flprivacy.experiments.part3_table1 --task Medical --seeds 0 1 2
-    python -m flprivacy.experiments.part3_table1 --task Income-L --source synthetic
+    python -m flprivacy.experiments.part3_table1 --task Income-L --source synthetic --seeds 0 1 2
+    python -m flprivacy.experiments.part3_table1 --task Income-A --source synthetic --seeds 0 1 2
     python -m flprivacy.experiments.part3_table1 --task Income-L Income-A --source acs   # needs ACS files
 
 Each writes ``book/results/part3_table1_<task>_<source>[_quick].json``.
