@@ -5,8 +5,8 @@
     python -m flprivacy.experiments.awa_table4_resnet18 --device cuda --bo --models resnet18-bn-eval resnet18-sigmoid --cases 1 --workers 2
 
 The book's ``awa_table4`` at paper scale runs Song's whole protocol (a Bayesian optimisation of
-50 trials of 1,000 iterations per case, then the final attack): about 240 CPU-hours
-(``awa_table4_cost.json``). This command runs the part of Table IV that does not need our own
+50 trials of 1,000 iterations per case, then the final attack): about 110 hours of one CPU thread
+(``awa_table4_cost.json``; about 240 before the fused loss and the allocator setting). This command runs the part of Table IV that does not need our own
 BO, at the paper's settings (Song §5.1 and Table I): the first paper-scale image set of
 ``awa_table4`` (N = 4 CIFAR-10 test images of four classes), one FedAvg round from an untrained
 model with client SGD at η = 10⁻³ in each case (E, B) of §5.2, and 1,000 Adam iterations at
