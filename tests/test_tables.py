@@ -46,7 +46,8 @@ def test_style_reads_like_a_table_in_a_textbook():
 def test_n_as_an_integer_and_no_missing_values_needs_no_footnote():
     df = pd.DataFrame({"m": ["a"], "acc": [0.9], "acc_sd": [0.05]})
     s = style(df, percent=["acc"], sd={"acc": "acc_sd"}, n=5)
-    assert cells(s) == [["a", "90.00 ± 5.00 % (5 seeds)"]]
+    assert list(s.data.columns) == ["m", "acc (5 seeds)"]        # one count for the column: said once
+    assert cells(s) == [["a", "90.00 ± 5.00 %"]]
     assert "n/a" not in s.to_html()
 
 
@@ -131,9 +132,17 @@ def test_n_per_column_when_the_columns_of_means_have_different_seed_counts():
                        "k": [3, 2]})
     s = style(df, percent=["paper", "ours", "big"], decimals=2, na="no result file",
               sd={"paper": "paper_sd", "ours": "ours_sd", "big": "big_sd"}, n={"paper": 3, "ours": 1, "big": "k"})
-    assert list(s.data.columns) == ["row", "paper", "ours", "big"]
-    assert cells(s) == [["passive/Ours", "95.90 ± 0.04 % (3 seeds)", "95.00 % (1 seed)", "96.00 ± 1.00 % (3 seeds)"],
-                        ["Model-w-O", "96.79 ± 0.79 % (3 seeds)", "97.00 % (1 seed)", "n/a"]]
+    # each column's rows with a value share one count, so the header says it (big's missing row has none)
+    assert list(s.data.columns) == ["row", "paper (3 seeds)", "ours (1 seed)", "big (3 seeds)"]
+    assert cells(s) == [["passive/Ours", "95.90 ± 0.04 %", "95.00 %", "96.00 ± 1.00 %"],
+                        ["Model-w-O", "96.79 ± 0.79 %", "97.00 %", "n/a"]]
+    # counts that differ within a column stay in the cells; a unit and a count share the header
+    two = pd.DataFrame({"row": ["a", "b"], "t": [0.96, 0.95], "t_sd": [0.01, 0.02], "k": [3, 2]})
+    mixed = style(two, percent=["t"], sd={"t": "t_sd"}, n="k")
+    assert list(mixed.data.columns) == ["row", "t"]
+    assert cells(mixed) == [["a", "96.00 ± 1.00 % (3 seeds)"], ["b", "95.00 ± 2.00 % (2 seeds)"]]
+    same = style(two.assign(k=[3, 3]), units={"t": "share"}, sd={"t": "t_sd"}, n="k")
+    assert list(same.data.columns) == ["row", "t (share, 3 seeds)"] and cells(same)[0] == ["a", "0.96 ± 0.01"]
     with pytest.raises(ValueError, match="no entry for the sd columns"):
         style(df, sd={"paper": "paper_sd", "ours": "ours_sd"}, n={"paper": 3})
     with pytest.raises(KeyError, match="n names"):

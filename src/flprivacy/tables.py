@@ -8,7 +8,10 @@
 - a missing value shows as "n/a", explained by a footnote the caller must write (``na``);
 - no index column; seed columns are never shown (a seed is an identifier, not a result);
 - a mean with its spread reads "73.2 ± 1.1 % (3 seeds)" only when it was measured on more than
-  one seed; a single-seed value reads "73.2 % (1 seed)", never "± 0.00";
+  one seed; a single-seed value reads "73.2 % (1 seed)", never "± 0.00"; where every row of a
+  column has the same count, it is said once, in the header ("accuracy (3 seeds)"), and the
+  cells read "73.2 ± 1.1 %" (a count in every cell made tables of six such columns twice as
+  wide as the page);
 - cells padded (CSS), so adjacent numbers never run together; columns of text (an attack's
   name, a verdict, a command) are left-aligned and wrap, so that a long sentence does not
   widen the table past a narrow screen; headers wrap at their spaces, numbers never.
@@ -38,7 +41,7 @@ SEED_COLUMNS = ("seed", "seeds", "base_seed", "random_state")
 
 #: The CSS every styled table carries (padded cells, right-aligned numbers, a rule under the header).
 CELL_CSS = [
-    {"selector": "th, td", "props": [("padding", "0.3em 0.8em"), ("text-align", "right"),
+    {"selector": "th, td", "props": [("padding", "0.3em 0.55em"), ("text-align", "right"),
                                      ("white-space", "nowrap"), ("vertical-align", "top")]},
     # a header wraps at its spaces: "gain, 10 steps (points)" must not widen a column of short numbers
     {"selector": "th", "props": [("border-bottom", "1px solid #888"), ("font-weight", "600"),
@@ -101,6 +104,14 @@ def _is_text(column: pd.Series) -> bool:
     return not all(_NUMBER_TEXT.match(v) or v == "n/a" for v in values)
 
 
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _seeds(k: int) -> str:
+    return f"{k} seed{'s' if k > 1 else ''}"
+
+
 def _decimals_for(decimals: int | Mapping[str, int], col: str) -> int:
     return decimals.get(col, 2) if isinstance(decimals, Mapping) else decimals
 
@@ -126,7 +137,9 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
         decimals: places after the point, for all columns or per column (default 2; a percentage
             column counts places of the percentage).
         sd: for a column of means, the column holding its standard deviation over seeds; both
-            are shown in one cell, "mean ± sd (n seeds)", and the sd column is not shown.
+            are shown in one cell, "mean ± sd (n seeds)", and the sd column is not shown. Where
+            the column's rows (those with a value) share one n, the header carries it,
+            "name (n seeds)", and the cells read "mean ± sd".
         n: the number of seeds behind each row: a column name, or one integer for all rows.
             Required with ``sd``. Where n is 1 the cell reads "value (1 seed)" with no spread.
             Where the columns of means differ (the paper's 3 seeds beside our 1), a mapping
@@ -221,9 +234,13 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
         d = _decimals_for(decimals, col)
         scale, suffix = (100.0, " %") if col in percent else (1.0, "")
 
-        def cell(i: int, col=col, d=d, scale=scale, suffix=suffix) -> str:
+        # one seed count for the whole column (every row with a value): said once, in the header
+        counts = {int(n_of[col][i]) for i in table.index if not _missing(table.at[i, col])} if col in sd else set()
+        in_header = len(counts) == 1
+
+        def cell(i: int, col=col, d=d, scale=scale, suffix=suffix, in_header=in_header) -> str:
             v = table.at[i, col]
-            if v is None or (isinstance(v, float) and math.isnan(v)):
+            if _missing(v):
                 return "n/a"
             if not isinstance(v, Real) or isinstance(v, (bool, np.bool_)) or scale == 1.0:
                 text = format_number(v, d)
@@ -234,12 +251,14 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
             if col in sd:
                 k = int(n_of[col][i])
                 s = table.at[i, sd[col]]
-                if k > 1 and not (s is None or (isinstance(s, float) and math.isnan(s))):
+                if k > 1 and not _missing(s):
                     text = f"{format_number(float(v) * scale, d)} ± {format_number(float(s) * scale, d)}{suffix}"
-                text += f" ({k} seed{'s' if k > 1 else ''})"
+                if not in_header:
+                    text += f" ({_seeds(k)})"
             return text
 
-        header = f"{col} ({units[col]})" if col in units else str(col)
+        notes_of_header = ([units[col]] if col in units else []) + ([_seeds(counts.pop())] if in_header else [])
+        header = f"{col} ({', '.join(notes_of_header)})" if notes_of_header else str(col)
         shown[header] = [cell(i) for i in table.index]
 
     text_cols = [i for i, col in enumerate(c for c in table.columns if c not in drop and c not in sd.values())
