@@ -387,10 +387,13 @@ PROBE_BODY = """<script>addEventListener('load', () => { const go = setInterval(
     if (b.width > 0 && b.right > innerWidth + 1 && !scrolls(el)) {
       const d = el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.trim().split(/\\s+/).slice(0, 2).join('.') : '');
       if (!seen.has(d)) { seen.add(d); r.overflow.push(d + ' (right edge ' + Math.round(b.right) + ' px)'); } } });
+  r.cut = Array.from(document.querySelectorAll('article div.cell_output pre')).filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => p.textContent.split('\\n').reduce((a, l) => l.length > a.length ? l : a, '').slice(0, 70));
   r.tables = Array.from(document.querySelectorAll('article table')).map(t => {
     let box = t; for (let a = t.parentElement; a; a = a.parentElement) {
       const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') { box = a; break; } }
-    return {cls: String(t.className), width: t.scrollWidth, boxed: box !== t, boxRight: Math.round(box.getBoundingClientRect().right)}; });
+    return {cls: String(t.className), width: t.scrollWidth, boxed: box !== t, boxRight: Math.round(box.getBoundingClientRect().right),
+            boxWidth: box.clientWidth, name: ((t.querySelector('caption') || {}).textContent || (t.querySelector('tr') || {}).textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 70)}; });
   document.body.setAttribute('data-flp', JSON.stringify(r));
 }, 50); });</script>"""
 
@@ -484,6 +487,24 @@ STILL_FAILING: dict[str, set[str]] = {
     "console": set(),
     "images": set(),
     "overflow": set(),
+    "cut": set(),
+    # 21 tables on these pages are wider than the text column at 1280 px (2026-12-01, after the
+    # seed counts moved to the headers, tables went to 0.9 of the text's size and the sensitivity
+    # chapter split its sweeps by adversary: 56 tables on 18 pages before)
+    "fit": {
+        "book/part2/exact_recovery",
+        "book/part2/learned_mapping",
+        "book/part2/learned_mapping_adult",
+        "book/part2/stochastic_updates",
+        "book/part3/dp_defence",
+        "book/part3/gradient_aia_regression",
+        "book/part3/passive_active_aia",
+        "book/part4/awa",
+        "book/part4/curious_client_factors",
+        "book/part4/diffusion_postprocessing",
+        "book/part5/what_reproduces",
+        "book/run_it_yourself",
+    },
 }
 
 
@@ -521,6 +542,25 @@ def test_tables_show_no_nan_or_ellipsis(site, doc):
     bad = _found(site, doc)["cells"]
     assert not bad, f"{doc}: table cells a reader cannot use ({len(bad)}; use flprivacy.tables.style):\n" + \
                     "\n".join(sorted(set(bad))[:20])
+
+
+@pytest.mark.parametrize("doc", pages_for("fit"))
+def test_tables_fit_the_column_on_a_desktop(site, doc):
+    """At 1280 px every table is seen whole: none is wider than the text column, so no column
+    hides behind a sideways scroll (on a phone wide tables scroll inside their box, checked
+    below). A table that does not fit is split, transposed or given fewer columns."""
+    wide = [f"{t['width']} px in {t['boxWidth']} px: {t['name']}" for t in _found(site, doc)["tables"]
+            if t["boxed"] and t["width"] > t["boxWidth"] + 1]
+    assert not wide, f"{doc}: tables wider than the text column at 1280 px ({len(wide)}):\n" + "\n".join(wide[:10])
+
+
+@pytest.mark.parametrize("doc", pages_for("cut"))
+def test_printed_output_is_not_cut_on_a_desktop(site, doc):
+    """At 1280 px every line a cell prints is seen whole: no output box needs a sideways scroll
+    (book.css wraps printed output from tablet width up)."""
+    cut = _found(site, doc)["cut"]
+    assert not cut, f"{doc}: printed output cut at the column's edge ({len(cut)} boxes; its longest lines):\n" + \
+                    "\n".join(cut[:10])
 
 
 @pytest.mark.parametrize("doc", pages_for("console"))

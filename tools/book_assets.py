@@ -23,6 +23,10 @@
 - Small screens: long inline code (``a_long_function_name(...)``) wraps instead of pushing the
   page wider than a phone; display equations scroll inside their own box, and so do wide
   tables (a cell's output, a table of the text), whatever the theme's version (``book.css``).
+- Printed output wraps from tablet width up: a line a cell prints past the column (a command, a
+  file's provenance) breaks at the column's edge instead of hiding its end behind a scroll bar;
+  on a phone it scrolls, so that printed columns stay aligned. Result tables are set at 0.9 of
+  the text's size, which brings most of them within the column at 1280 px.
 
 Loaded from ``_config.yml`` (``sphinx.local_extensions``).
 """
@@ -144,6 +148,8 @@ BOOK_CSS = """/* tools/book_assets.py: the book's own rules for small screens */
 .bd-article code.literal, .bd-article code.literal span.pre { white-space: normal; overflow-wrap: anywhere; }
 .bd-article mjx-container[display="true"] { display: block; overflow-x: auto; overflow-y: hidden; max-width: 100%; }
 .bd-article div.cell_output .output, .bd-article .pst-scrollable-table-container { max-width: 100%; overflow-x: auto; }
+@media (min-width: 768px) { .bd-article div.cell_output pre { white-space: pre-wrap; overflow-wrap: anywhere; } }
+.bd-article div.cell_output table { font-size: 0.9em; }
 """
 
 
