@@ -141,7 +141,8 @@ def style(df: pd.DataFrame, *, units: Mapping[str, str] | None = None, percent: 
             the column's rows (those with a value) share one n, the header carries it,
             "name (n seeds)", and the cells read "mean ± sd".
         n: the number of seeds behind each row: a column name, or one integer for all rows.
-            Required with ``sd``. Where n is 1 the cell reads "value (1 seed)" with no spread.
+            Required with ``sd``. Where n is 1 the value has no spread ("value (1 seed)", or the
+            header says "1 seed").
             Where the columns of means differ (the paper's 3 seeds beside our 1), a mapping
             from each column of ``sd`` to its own column name or integer.
         na: the footnote explaining the "n/a" cells (e.g. "not run at this scale"); required
