@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 from flprivacy import ledger as L
+from flprivacy.ledger import referee as R
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -100,14 +101,15 @@ def test_select_refuses_empty_filters():
 
 
 @pytest.fixture(scope="module")
-def built() -> list[L.Row]:
-    return L.build()
+def built() -> list[R.Entry]:
+    return R.build()
 
 
 def test_committed_ledger_is_a_fresh_build(built):
-    """Nobody edits a verdict by hand: the committed file is what the rules compute now."""
+    """Nobody edits a verdict or a count by hand: the committed file is what the rules and the
+    referee compute now."""
     committed = L.ledger_path().read_text()
-    fresh = L.to_json(built)
+    fresh = R.to_json(built)
     if committed != fresh:
         a, b = json.loads(committed), json.loads(fresh)
         diff = [r["result_id"] for r, s in zip(a["rows"], b["rows"]) if r != s][:5]
@@ -117,9 +119,10 @@ def test_committed_ledger_is_a_fresh_build(built):
 
 def test_every_paper_has_its_results(built):
     assert len(built) >= 100, f"the ledger has {len(built)} rows; every numbered result of the four papers needs one"
-    per_paper = L.counts(built)
-    for paper, c in per_paper.items():
-        assert sum(c.values()) >= 5, f"{paper}: only {sum(c.values())} rows"
+    for paper in L.PAPERS.values():
+        n = sum(sum(R.tally(built, section=sec)[paper].values()) for sec in R.SECTIONS)
+        assert n >= 5, f"{paper}: only {n} rows"
+        assert sum(R.tally(built, section="paper")[paper].values()) >= 5, f"{paper}: fewer than 5 rows count"
 
 
 def test_rows_point_at_real_chapters_and_files(built):
@@ -197,10 +200,18 @@ def test_grad_rows_say_which_relaxation_their_file_ran():
     assert "mixture relaxation with the softmax sampler" in old and "reruns this file" in old
 
 
+SECTION_WORDS = {"paper": "paper's data", "stand-in": "stand-in data", "apart": "kept apart"}
+"""The README's words for each section of :data:`flprivacy.ledger.referee.SECTIONS`."""
+
+
 def test_readme_counts_are_the_committed_ledgers():
-    """The README's table of statuses per paper ("at commit time it counted") is the committed ledger's."""
+    """The README's table of statuses per paper ("at commit time it counted") is the committed
+    ledger's, one line per paper and section: no line mixes the paper's data with stand-in data,
+    our controls or duplicates."""
     text = (ROOT / "README.md").read_text()
-    table = {m[0].strip(): [int(x) for x in m[1:]] for m in re.findall(
-        r"^\| ([^|]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)}
-    want = {paper: [n[s] for s in L.STATUSES] for paper, n in L.counts(L.load()).items()}
+    table = {(m[0].strip(), m[1].strip()): [int(x) for x in m[2:]] for m in re.findall(
+        r"^\| ([^|]+?) \| ([^|]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)}
+    entries = R.load()
+    want = {(paper, SECTION_WORDS[sec]): [n[s] for s in L.STATUSES]
+            for sec in R.SECTIONS for paper, n in R.tally(entries, section=sec).items() if sum(n.values())}
     assert table == want, f"README.md's ledger table {table} differs from book/results/ledger.json's counts {want}"
