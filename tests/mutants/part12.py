@@ -69,8 +69,8 @@ MUTANTS = [
     # ---- the ledger's Table 1 rules (Xu & Neglia §4) -----------------------------------------------------------
     Mutant("table1_gain_sign", XUL, "gain = [b - a for a, b in zip(last, dec)]", "gain = [a - b for a, b in zip(last, dec)]",
            "§4: the gain of decoding is decoded minus last returned"),
-    Mutant("table1_trend_sign", XUL, 'verdict=trend(steps, last, expected=1, what="mean accuracy of the last returned model")',
-           'verdict=trend(steps, last, expected=-1, what="mean accuracy of the last returned model")',
+    Mutant("table1_trend_sign", XUL, 'verdict=trend(steps, last, expected=1, what="mean accuracy of the last returned model",',
+           'verdict=trend(steps, last, expected=-1, what="mean accuracy of the last returned model",',
            "§4: the last returned model fits better with more local steps (rising)"),
     Mutant("table1_mean_column", XUL, "acc[(s, m)] = per + [mean(per)]", "acc[(s, m)] = per + [max(per)]",
            "Table 1's last column is the mean over the five clients"),

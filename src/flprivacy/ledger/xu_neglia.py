@@ -139,6 +139,51 @@ def exact_recovery_live() -> dict[str, Any]:
     return {"cases": out, "eps": eps}
 
 
+XU_COST_EXPONENT = (2.2, 3.6)
+"""Obs. 1's O(d³): the fitted exponent of the reconstruction's CPU time in d must lie in this range
+(a·d³ + b·d² has a log-log slope in (2, 3) rising to 3; cache misses at large d can push it a little
+above 3), as the chapter asserts."""
+
+
+@functools.lru_cache(maxsize=1)
+def xu_cost_exponent_live() -> dict[str, Any]:
+    """Obs. 1's cost, timed as the chapter times it: one reconstruction from d+1 exchanges for
+    d ∈ {150, 300, 600} (a random contraction W with spectrum in [0.05, 0.95]; the chapter times
+    d = 100-800), CPU time of one thread, best of 3; returns the fitted log-log exponent and the
+    largest relative error (about a CPU-second in all)."""
+    import time
+
+    import torch
+
+    from ..attacks.reconstruction import reconstruct_least_squares
+    from ..config import generator
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    ds, secs, errs = (150, 300, 600), [], []
+    try:
+        for d in ds:
+            g = generator(8000 + d)
+            star = torch.randn(d, generator=g, dtype=torch.float64)
+            Q = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64)).Q
+            W = Q @ torch.diag(torch.rand(d, generator=g, dtype=torch.float64) * 0.9 + 0.05) @ Q.T
+            sent = torch.randn(d + 1, d, generator=g, dtype=torch.float64)
+            returned = sent - (sent - star) @ W.T
+            best = math.inf
+            for _ in range(3):
+                t0 = time.thread_time()
+                r = reconstruct_least_squares((sent, returned))
+                best = min(best, time.thread_time() - t0)
+            secs.append(best)
+            errs.append(((r.theta - star).norm() / star.norm()).item())
+    finally:
+        torch.set_num_threads(threads)
+    lx, ly = [math.log(d) for d in ds], [math.log(max(x, 1e-9)) for x in secs]
+    mx, my = mean(lx), mean(ly)
+    slope = sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    return {"ds": ds, "seconds": secs, "exponent": slope, "max_error": max(errs)}
+
+
 def lower_bound_counts(hard: dict[str, Any]) -> dict[str, int]:
     """The counts behind the Ω(d) lower bound on the live hard instance (:func:`hard_instance_live`):
     ``tight`` of its ``d`` rounds in the staircase; ``same_before`` of the ``before`` = d-1 rounds
@@ -254,7 +299,9 @@ def table1_numbers(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``flprivacy.experiments.part2_leaf.run_table1``): mean train accuracy (%) per (local
     steps, model, client), the mean over clients, the mean gain of decoding per (steps, client),
     the number of seeds and ``ceiling``, the true local optima's mean train accuracy (%) when the
-    records hold it (else ``None``)."""
+    records hold it (else ``None``); ``by_seed`` (per steps and model, each seed's mean over clients)
+    and ``gains_by_seed`` (per steps and client, each seed's gain), in seed order, for the paired
+    margins of :func:`xu_table1_noise`."""
     steps = sorted({r["local_steps"] for r in recs})
     clients = sorted({r["client"] for r in recs})
     key = {"last returned": "acc_last_returned", "decoded": "acc_decoded"}
@@ -267,13 +314,39 @@ def table1_numbers(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                 if r["local_steps"] == s and r["client"] == c) for s in steps for c in clients}
     ceiling = (100 * mean(r["acc_local_optimum"] for r in recs)
                if recs and all("acc_local_optimum" in r for r in recs) else None)
+    seeds = sorted({r["seed"] for r in recs})
+
+    def of_seed(s: int, q: Any, k: str, c: int | None = None) -> float:  # one seed's %, the mean over clients or one
+        sel = [r for r in recs if r["local_steps"] == s and r["seed"] == q and (c is None or r["client"] == c)]
+        return 100 * mean(r[k] if k in r else r["acc_decoded"] - r["acc_last_returned"] for r in sel)
+
+    # per seed, in seed order: a seed's data draw is the same at 1/5/10 steps, so differences are paired
+    by_seed = {(s, m): [of_seed(s, q, k) for q in seeds] for s in steps for m, k in key.items()}
+    gains_by_seed = {(s, c): [of_seed(s, q, "gain", c) for q in seeds] for s in steps for c in clients}
     return {"acc": acc, "steps": steps, "clients": clients, "gains": gains,
-            "seeds": len({r["seed"] for r in recs}), "ceiling": ceiling}
+            "seeds": len({r["seed"] for r in recs}), "ceiling": ceiling, "by_seed": by_seed,
+            "gains_by_seed": gains_by_seed}
 
 
 TABLE1_CLAIMS = ("Xu Table 1 last returned fits better with more local steps", "Xu Table 1 decoding gains 10-20 points",
                  "Xu Table 1 decoded almost insensitive to local steps", "Xu Table 1 largest gain on client 3")
 """The ids of §4's four claims about Table 1 (:func:`table1_claims`)."""
+
+
+def xu_table1_noise(*pairs: tuple[Sequence[float] | None, Sequence[float] | None]) -> float:
+    """The margin of a Table 1 sign, trend or ordering on paired per-seed values: 2 standard
+    errors (:func:`flprivacy.ledger.referee.noise_margin`) of the per-seed differences ``b - a`` of
+    each pair ``(a, b)`` (the same seeds, hence the same data draws), the largest over the pairs.
+    Where the per-seed values are unknown or one run (``None`` or fewer than two: the paper's
+    printed table, which reports no spread, or a one-seed run), 0.1 point: the rounding of two
+    numbers printed to one decimal; one run then decides only that run (the ledger caps one-run
+    rows, :func:`flprivacy.ledger.referee.judge`)."""
+    from .referee import noise_margin, std_error
+
+    printed = 0.1  # two numbers rounded to 0.1 point each differ by up to 0.1 from the unrounded difference
+    if not pairs or any(a is None or b is None or len(a) < 2 or len(a) != len(b) for a, b in pairs):
+        return printed
+    return max(noise_margin(std_error([y - x for x, y in zip(a, b)])) for a, b in pairs)
 
 
 def table1_claims(t: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -291,12 +364,18 @@ def table1_claims(t: Mapping[str, Any]) -> list[dict[str, Any]]:
     g3 = {s: {f"client {c}": t["gains"][(s, c)] for c in t["clients"]} for s in steps}
     other = {s: max((k for k in g3[s] if k != "client 3"), key=g3[s].get) for s in steps}
     p3 = [PAPER_TABLE1[s]["decoded"][3] - PAPER_TABLE1[s]["last returned"][3] for s in steps]
+    by_seed, gains_by_seed = t.get("by_seed", {}), t.get("gains_by_seed", {})  # absent: the paper's printed table
+    lr = [by_seed.get((s, "last returned")) for s in steps]
+    steps_margin = xu_table1_noise(*zip(lr, lr[1:]), (lr[0], lr[-1]))  # each step, and first to last
+    c3_margin = {s: xu_table1_noise((gains_by_seed.get((s, int(other[s].split()[-1]))), gains_by_seed.get((s, 3))))
+                 for s in steps}
     arrow = " → ".join
     return [
         dict(result_id=TABLE1_CLAIMS[0], claim=QUOTES["steps"],
              paper_value=arrow(f"{v:.1f}" for v in p_last) + "% (mean, 1/5/10 steps)",
              ours=arrow(f"{v:.1f}" for v in last) + "%",
-             verdict=trend(steps, last, expected=1, what="mean accuracy of the last returned model")),
+             verdict=trend(steps, last, expected=1, what="mean accuracy of the last returned model",
+                           margin=steps_margin)),
         dict(result_id=TABLE1_CLAIMS[1], claim=QUOTES["gain"],
              paper_value=", ".join(f"{g:+.1f}" for g in p_gain) + f" points (average {mean(p_gain):+.1f})",
              ours=", ".join(f"{g:+.1f}" for g in gain) + f" points (average {mean(gain):+.1f})",
@@ -314,10 +393,56 @@ def table1_claims(t: Mapping[str, Any]) -> list[dict[str, Any]]:
              paper_value="client 3: " + ", ".join(f"{g:+.1f}" for g in p3) + " points (the largest at 1/5/10 steps)",
              ours="; ".join(f"{_steps(s)}: client 3 {g3[s]['client 3']:+.1f}, {other[s]} {g3[s][other[s]]:+.1f}"
                             for s in steps),
-             verdict=_because(combine(*(ordering(g3[s], ["client 3", other[s]], what=_steps(s)) for s in steps)),
+             # "more effective on client 3": its gain above the best other client's beyond 2 SE (a tie is no win)
+             verdict=_because(combine(*(sign(g3[s]["client 3"] - g3[s][other[s]], margin=c3_margin[s],
+                                             what=f"{_steps(s)}, client 3 vs {other[s]}") for s in steps)),
                               "client identities come from a fresh LEAF draw per seed, so no client of ours is "
                               "systematically the most different one")),
     ]
+
+
+XU_WORST_SERVED_ID = "Xu Table 1 largest gain on the worst-served client (client 3's role)"
+
+
+def xu_table1_worst_served(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """§4's client-3 claim by role, on the records of ``part2_leaf_table1.json``: the paper singles
+    out client 3 as the client "whose local dataset is probably very different from the others as
+    suggested by the low accuracy of the model θ̃_c", so in each seed's draw and at each number of
+    local steps the *worst-served* client is the one whose last returned model has the lowest train
+    accuracy. The claim "this attack is more effective on client 3" is decided at each number of
+    local steps on the per-seed (paired) differences of decoding gains: the worst-served client's
+    gain above the mean gain of the other four, and above the gain of the runner-up role (the rank
+    by last returned accuracy with the largest mean gain among the others), each beyond 2 standard
+    errors of those differences (:func:`xu_table1_noise`). One row dict (``result_id``,
+    ``claim``, ``paper_value``, ``ours``, ``verdict``)."""
+    steps = sorted({r["local_steps"] for r in recs})
+    seeds = sorted({r["seed"] for r in recs})
+    names = ["worst-served", "2nd lowest", "3rd lowest", "4th lowest", "best-served"]
+    parts, texts = [], []
+    for s in steps:
+        by_rank: dict[int, list[float]] = {}
+        for q in seeds:
+            ranked = sorted((r for r in recs if r["local_steps"] == s and r["seed"] == q),
+                            key=lambda r: (r["acc_last_returned"], r["client"]))
+            for k, r in enumerate(ranked):
+                by_rank.setdefault(k, []).append(100 * (r["acc_decoded"] - r["acc_last_returned"]))
+        worst = by_rank[0]
+        others = [mean(by_rank[k][i] for k in by_rank if k) for i in range(len(seeds))]
+        runner = max((k for k in by_rank if k), key=lambda k: mean(by_rank[k]))
+        name = names[runner] if runner < len(names) else f"rank {runner + 1}"
+        parts.append(sign(mean(worst) - mean(others), margin=xu_table1_noise((others, worst)),
+                          what=f"{_steps(s)}, worst-served vs the others' mean"))
+        parts.append(sign(mean(worst) - mean(by_rank[runner]), margin=xu_table1_noise((by_rank[runner], worst)),
+                          what=f"{_steps(s)}, worst-served vs the {name} client"))
+        texts.append(f"{_steps(s)}: worst-served {mean(worst):+.1f}, others' mean {mean(others):+.1f}, "
+                     f"{name} {mean(by_rank[runner]):+.1f}")
+    p3 = [PAPER_TABLE1[s]["decoded"][3] - PAPER_TABLE1[s]["last returned"][3] for s in sorted(PAPER_TABLE1)]
+    return dict(result_id=XU_WORST_SERVED_ID, claim=QUOTES["client 3"],
+                paper_value="client 3 (lowest last returned accuracy at 1/5/10 steps): "
+                            + ", ".join(f"{g:+.1f}" for g in p3) + " points, the largest",
+                ours="; ".join(texts) + f" points (gain of decoding, {len(seeds)} seeds; the worst-served client "
+                                        "is the one with the lowest last returned accuracy in each draw)",
+                verdict=combine(*parts))
 
 
 def table1_variants(recs: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -394,6 +519,8 @@ def fig1_numbers(data: Mapping[str, Any]) -> dict[str, Any]:
         "loss": {(c, B): avg("mapping_loss", client=c, B=B) for c in attacked for B in Bs},
         "loss_se": {c: loss_se(c) for c in attacked},
         "decoded_se": max(se([r["test_acc_decoded"] for r in recs if r["B"] == B]) for B in Bs),
+        "gain_se": max(se([r["test_acc_decoded"] - r["test_acc_last_returned"] for r in recs if r["B"] == B])
+                       for B in Bs),
         "decoded": {B: avg("test_acc_decoded", B=B) for B in Bs},
         "last": {B: avg("test_acc_last_returned", B=B) for B in Bs},
         "train_sizes": [s[0] for s in data["sizes"][:3]],
@@ -416,8 +543,9 @@ def fig1_claims(f: Mapping[str, Any]) -> list[dict[str, Any]]:
             paper_value="PhD clients 0-2 far from clients 3-9 (heat map)",
             ours="smallest relative distance from clients 0/1/2 to clients 3-9: "
                  + ", ".join(f"{v:.2f}" for v in f["phd_min_to_rest"]) + f"; largest among clients 3-9: {f['rest_max']:.2f}",
+            # distances between the local optima of one fixed split (no seed spread): a rounding-level tolerance
             verdict=combine(*(ordering({f"client {i}": v, "among 3-9": f["rest_max"]}, [f"client {i}", "among 3-9"],
-                                       what=f"client {i}'s nearest other vs the farthest pair among 3-9")
+                                       margin=1e-6, what=f"client {i}'s nearest other vs the farthest pair among 3-9")
                               for i, v in enumerate(f["phd_min_to_rest"])))),
         dict(result_id=FIG1_CLAIMS[1], claim=QUOTES["Fig. 1b"], paper_value="mapping loss decreasing in B",
             ours="; ".join(f"client {c}: " + ", ".join(f"{f['loss'][(c, B)]:.1e}" for B in Bs) for c in f["attacked"])
@@ -427,7 +555,8 @@ def fig1_claims(f: Mapping[str, Any]) -> list[dict[str, Any]]:
         dict(result_id=FIG1_CLAIMS[2], claim=QUOTES["Fig. 1c"], paper_value="decoded above the last returned model",
             ours="mean test accuracy decoded / last returned (%): " + ", ".join(
                 f"B = {B}: {100 * f['decoded'][B]:.1f} / {100 * f['last'][B]:.1f}" for B in Bs),
-            verdict=_because(combine(*(sign(f["decoded"][B] - f["last"][B], what=f"B = {B}") for B in Bs)),
+            verdict=_because(combine(*(sign(f["decoded"][B] - f["last"][B], margin=NOISE_SE * f["gain_se"],
+                                            what=f"B = {B}") for B in Bs)),
                              "with η = 0.001, one local step and 100 rounds the messages barely move, and the map "
                              "fitted to noisy small-batch updates extrapolates badly")),
         dict(result_id=FIG1_CLAIMS[3], claim=QUOTES["batch"], paper_value="decoded model better as B grows",
@@ -462,6 +591,8 @@ def _live_rows() -> list[Row]:
     holds = sum(c["error"] <= c["bound"] for c in cases)
     hard = hard_instance_live()
     aff = affine_mapping_live()
+    cost = xu_cost_exponent_live()
+    cost_ok = XU_COST_EXPONENT[0] <= cost["exponent"] <= XU_COST_EXPONENT[1] and cost["max_error"] <= 1e-8
     common = dict(paper=PAPER, data="synthetic (as in the paper)", file="live")
     return [
         row(**common, result_id="Xu Observation 1 exact recovery from d+1 full-batch messages", claim=QUOTES["Obs. 1"],
@@ -472,10 +603,15 @@ def _live_rows() -> list[Row]:
             verdict=combine(bound(holds, len(cases), what=f"relative error <= {EXACT_C} κ(Θ_out) ε"),
                             bound(sum(c["refused"] for c in cases), len(cases), what="d exchanges refused")),
             chapter=CH_EXACT),
-        row(paper=PAPER, result_id="Xu Observation 1 cost O(d³)", claim=QUOTES["Obs. 1"], paper_value="O(d³) operations",
-            ours="", verdict=not_run("timed live in the chapter (CPU time of one thread for one reconstruction, d = "
-                                     "100-800, fitted exponent asserted in [2.2, 3.6]); timings depend on the "
-                                     "machine, so the ledger records no verdict"), chapter=CH_EXACT, data="synthetic (as in the paper)"),
+        row(**common, result_id="Xu Observation 1 cost O(d³)", claim=QUOTES["Obs. 1"], paper_value="O(d³) operations",
+            # timed at every ledger build; the digits depend on the machine, so "ours" shows them only on a failure
+            ours="CPU time of one thread for one reconstruction from d+1 exchanges, best of 3, d = 150-600: fitted "
+                 "exponent " + (f"within {XU_COST_EXPONENT[0]}-{XU_COST_EXPONENT[1]}" if cost_ok
+                                else f"{cost['exponent']:.2f}") + f"; relative error {_below(cost['max_error'], 1e-8)}",
+            verdict=combine(at_least(cost["exponent"], XU_COST_EXPONENT[0], what="fitted exponent of the CPU time"),
+                            at_most(cost["exponent"], XU_COST_EXPONENT[1], what="fitted exponent of the CPU time"),
+                            at_most(cost["max_error"], 1e-8, what="relative error")),
+            chapter=CH_EXACT),
         *lower_bound_rows(
             hard, paper=PAPER,
             rounds=dict(result_id="Xu Observation 2 Ω(d) rounds to learn the global model", claim=QUOTES["Obs. 2 rounds"],
@@ -550,6 +686,7 @@ def _table1_rows(rec: Mapping[str, Any] | None) -> list[Row]:
         if c["result_id"] in TABLE1_CLAIMS[1::2] and draws:
             c["verdict"] = _because(c["verdict"], draws)
         out.append(row(**common, **c))
+    out.append(row(**common, **xu_table1_worst_served(rec["data"]["records"])))
     return out
 
 
@@ -596,3 +733,35 @@ def rows() -> list[Row]:
 __all__ = ["GAIN_RANGE", "NOISE_SE", "N_ROWS_TOL", "PAPER", "PAPER_ADULT", "PAPER_TABLE1", "PHD_SIZE_TOL", "QUOTES",
            "FIG1_CLAIMS", "TABLE1_CLAIMS", "affine_mapping_live", "exact_recovery_live", "fig1_claims", "fig1_numbers", "hard_instance_live", "rows",
            "table1_claims", "table1_numbers", "table1_variants"]
+
+
+def referee(r: Row) -> Any:
+    """How row ``r`` counts towards the ledger's tallies (:class:`flprivacy.ledger.referee.Count`).
+
+    - Table 1's per-client cells (30 rows) and the client-3 claim judged by index are apart as *not
+      comparable*: the paper's Table 1 is one fixed LEAF draw, ours a fresh draw per seed, so client
+      3 of ours is another client than the paper's; the means over clients (6 rows) count, and the
+      client-3 claim counts by role (:func:`xu_table1_worst_served`).
+    - The live checks (Obs. 1-2, the O(d³) cost, the affine case of Algo. 3) are computed at every
+      build on seeded instances (``file="live"``): not capped as one run.
+    - Every other row counts as it is: LEAF synthetic is synthetic data as the paper makes it,
+      Adult is the real UCI file; all read from 10 seeds at paper scale.
+    """
+    import re
+
+    from .referee import COUNTS, Count
+
+    rid = r.result_id
+    cell = re.fullmatch(r"Xu Table 1 \d+ local steps? (?:last returned|decoded) client (\d)", rid)
+    if cell:
+        c = cell.group(1)
+        return Count(excluded="not comparable",
+                     excluded_why=f"the paper's Table 1 is one fixed LEAF draw; ours draws the data afresh for each "
+                                  f"of its seeds, so our client {c} is another client than the paper's client {c} "
+                                  "(a per-client cell cannot correspond); the mean over clients counts")
+    if rid == TABLE1_CLAIMS[3]:
+        return Count(excluded="not comparable",
+                     excluded_why="judged by index: client 3 of a fresh LEAF draw is not the paper's client 3; the "
+                                  f"claim counts by role instead ('{XU_WORST_SERVED_ID}': the client with the lowest "
+                                  "last returned accuracy, as the paper characterises client 3)")
+    return COUNTS
