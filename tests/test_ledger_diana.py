@@ -82,3 +82,50 @@ def test_only_the_authors_relaxation_and_sampler_together_count_as_theirs(settin
     assert ("the authors' relaxation" in why) is authors and ("reruns this file" in why) is not authors
     if not authors:
         assert f"the {settings.get('grad_relaxation', 'mixture')} relaxation with the {settings.get('grad_sampler', 'softmax')} sampler" in why
+
+
+def test_a_parts_added_claim_rows_follow_its_rows_and_later_parts_still_replace_them(monkeypatch):
+    """``referee_claim_rows`` (the stated claims that had no row) joins its part's rows;
+    a later part's row of the same id still replaces it."""
+    real = importlib.import_module
+    parts = {"a": types.SimpleNamespace(rows=lambda: [_row("Diana Table 1 x", "reproduced")],
+                                        referee_claim_rows=lambda: [_row("Diana §5.3 y", "reproduced"),
+                                                                       _row("Diana Fig. 3 z", "reproduced")]),
+             "b": types.SimpleNamespace(rows=lambda: [_row("Diana Fig. 3 z")])}
+    monkeypatch.setattr(D.importlib, "import_module",
+                        lambda name, *a, **k: parts.get(name.rsplit(".", 1)[-1]) or real(name, *a, **k))
+    monkeypatch.setattr(D, "_PARTS", ("a", "b"))
+    monkeypatch.setattr(D, "record_or_none", lambda name, scale_="paper": AUTHORS)
+    out = D.rows()
+    assert [r.result_id for r in out] == ["Diana Table 1 x", "Diana §5.3 y", "Diana Fig. 3 z"]
+    assert out[-1].status == "not reproduced"
+
+
+def test_the_referee_asks_the_later_part_first(monkeypatch):
+    from flprivacy.ledger.referee import COUNTS, Count
+
+    real = importlib.import_module
+    parts = {"a": types.SimpleNamespace(made_here=lambda r: True, count_row=lambda r: Count(cause="compute")),
+             "b": types.SimpleNamespace(made_here=lambda r: r.result_id.startswith("Diana Fig. 3"),
+                                        count_row=lambda r: Count(cause="our protocol")),
+             "c": types.SimpleNamespace()}  # a part without made_here claims nothing
+    monkeypatch.setattr(D.importlib, "import_module",
+                        lambda name, *a, **k: parts.get(name.rsplit(".", 1)[-1]) or real(name, *a, **k))
+    monkeypatch.setattr(D, "_PARTS", ("a", "b", "c"))
+    assert D.referee(_row("Diana Fig. 3 z")).cause == "our protocol"
+    assert D.referee(_row("Diana Table 1 x")).cause == "compute"
+    monkeypatch.setattr(D, "_PARTS", ("c",))
+    assert D.referee(_row("Diana Table 1 x")) == COUNTS
+
+
+def test_every_diana_row_is_claimed_by_the_part_that_makes_it():
+    """diana_aia's ``made_here`` never claims a row of diana_sensitivity (Fig. 3, App. C.2-C.3) or of
+    diana_reconstruction (Part II), so ``referee`` reaches the right part in any order."""
+    from flprivacy.ledger import diana_aia, diana_reconstruction
+
+    aia = {r.result_id for r in [*diana_aia.rows(), *diana_aia.referee_claim_rows()]}
+    for r in diana_reconstruction.rows():
+        assert not diana_aia.made_here(r), r.result_id
+    for rid in aia:
+        claimed = diana_aia.made_here(_row(rid))
+        assert claimed is not rid.startswith(("Diana Fig. 3", "Diana App. C.2", "Diana App. C.3")), rid

@@ -32,6 +32,9 @@ def rows() -> list[Row]:
                 raise
             continue
         new = mod.rows()
+        extra = getattr(mod, "referee_claim_rows", None)  # claims that had no row, kept apart from
+        if extra is not None:  # the part's rows(), which recorded runs reach
+            new = new + extra()
         ids = {r.result_id for r in new}
         out = [r for r in out if r.result_id not in ids] + new
     loaded: dict[str, dict[str, Any] | None] = {}  # each Grad row's file, read once for all its rows
@@ -64,3 +67,17 @@ def _with_grad_relaxation(r: Row, record: Callable[[str], dict[str, Any] | None]
         return r
     rec = record(r.file)
     return r if rec is None else dataclasses.replace(r, reason=r.reason + grad_relaxation_reason(rec))
+
+
+def referee(r: Row) -> Any:
+    """How row ``r`` counts (:class:`flprivacy.ledger.referee.Count`): decided by the part that
+    makes it, each part's ``count_row`` (Part II rows by :mod:`.diana_reconstruction`, Fig. 3 and
+    App. C.2-C.3 by :mod:`.diana_sensitivity`, the rest of Part III by :mod:`.diana_aia`)."""
+    from .referee import COUNTS
+
+    for part in reversed(_PARTS):  # the part that made the row: the later part's rows replace the earlier's
+        mod = importlib.import_module(f"{__package__}.{part}")
+        made = getattr(mod, "made_here", None)
+        if made is not None and made(r):
+            return mod.count_row(r)
+    return COUNTS
