@@ -11,8 +11,19 @@ The rules follow one principle, with every tolerance from sampling theory, none 
   (:meth:`flprivacy.ledger.diana_sensitivity.Sweep.margin`); a trend must also have no step
   against it beyond that margin (``ledger.trend``, else "partly");
 - **no effect** ("not sensitive", "almost indistinguishable", "random guessing") is reproduced
-  when our effect is within that margin;
+  when the values compared are within the referee's "comparable", 3 p.p.
+  (:func:`flprivacy.ledger.referee.comparable`): a "within noise" test would pass more easily the
+  fewer rows are attacked;
+- **"slightly"** is the direction beyond the margin and a change of at most 5 p.p.
+  (:func:`flprivacy.ledger.referee.slight`, :func:`sensitivity_slightly`); a larger change the
+  claimed way is "partly";
 - a **size** ("over 20 p.p.", "at least 30 p.p.") compares our mean with the paper's number.
+
+Three standard errors is stricter than the referee's shared two (:data:`flprivacy.ledger.referee.K_SE`);
+on the committed sweeps no row's status differs between the two.
+
+Every row runs on the synthetic census standing in for ACS Income: :func:`count_row` counts it
+apart, saying what stood in for what (:func:`sensitivity_stand_in`).
 
 The standard error of a mean accuracy over the file's ``k`` seeds is the larger of two
 estimates: the binomial one, :math:`\\sqrt{p(1-p)/(nk)}` with ``n`` the rows attacked in one
@@ -138,9 +149,29 @@ def _rises(col: str, expected: int = 1) -> Rule:
 
 
 def _below_on_iid(s: Sweep) -> tuple[str, Verdict]:
+    from .referee import slight
+
     g = s.mean["passive/Grad"][0] - s.mean["passive/Ours"][0]
     return (f"Grad − Ours = {g:+.1f} p.p. at h = {s.xs[0]:g}",
-            sign(g, margin=s.margin("passive/Grad", 0, "passive/Ours", 0), what="passive Grad minus passive Ours"))
+            slight(g, expected=1, margin=s.margin("passive/Grad", 0, "passive/Ours", 0),
+                   what="passive Grad minus passive Ours (\"slightly\": beyond 3 SE, at most 5 p.p.)"))
+
+
+def sensitivity_slightly(col: str, expected: int = 1) -> Rule:
+    """"Slightly rises (``expected=+1``) or falls (-1)": :func:`_rises`'s trend (first to last
+    beyond :data:`Z` standard errors, no step against it beyond them), and a first-to-last change of
+    at most :data:`flprivacy.ledger.referee.SLIGHT_AT_MOST` points (:func:`flprivacy.ledger.referee.slight`);
+    a larger change in the claimed direction is ``partly``."""
+    def rule(s: Sweep) -> tuple[str, Verdict]:
+        from .referee import slight
+
+        shown, v = _rises(col, expected)(s)
+        if not v.ok:
+            return shown, v
+        m = s.margin(col, 0, col, -1)
+        return shown, slight(s.mean[col][-1] - s.mean[col][0], expected=expected, margin=m,
+                             what=f"{col}, first to last point (\"slightly\": beyond {Z:g} SE, at most 5 p.p.)")
+    return rule
 
 
 def _faster(s: Sweep) -> tuple[str, Verdict]:
@@ -160,12 +191,16 @@ def _gap_at_least(a: str, b: str, threshold: float, where: str) -> Rule:
 
 
 def _indistinguishable(s: Sweep) -> tuple[str, Verdict]:
+    """"Almost indistinguishable": within the referee's "comparable" (:data:`flprivacy.ledger.referee.COMPARABLE_WITHIN`,
+    3 p.p.) at every level; a "within noise" test would pass more easily the fewer rows are attacked."""
+    from .referee import COMPARABLE_WITHIN, comparable
+
     g = s.gaps("Model-w-O", "active/Ours")
-    over = [(x, v, s.margin("Model-w-O", i, "active/Ours", i)) for i, (x, v) in enumerate(zip(s.xs, g))
-            if abs(v) > s.margin("Model-w-O", i, "active/Ours", i)]
+    over = [(x, v) for i, (x, v) in enumerate(zip(s.xs, g))
+            if not comparable(s.mean["Model-w-O"][i], s.mean["active/Ours"][i]).ok]
     v = Verdict("reproduced") if not over else Verdict(
-        "not reproduced", "Model-w-O − active Ours beyond 3 SE at " + ", ".join(f"{x:g}: {d:+.1f} (margin {m:.1f})"
-                                                                              for x, d, m in over))
+        "not reproduced", f"Model-w-O − active Ours beyond {COMPARABLE_WITHIN:g} p.p. (comparable) at "
+        + ", ".join(f"{x:g}: {d:+.1f}" for x, d in over))
     return "gaps " + ", ".join(f"{x:+.1f}" for x in g), v
 
 
@@ -181,15 +216,23 @@ def _ours_above_grad(s: Sweep) -> tuple[str, Verdict]:
 
 
 def _not_sensitive(s: Sweep) -> tuple[str, Verdict]:
-    d = s.mean["passive/Ours"][-1] - s.mean["passive/Ours"][0]
-    return s.trail("passive/Ours"), at_most(abs(d), s.margin("passive/Ours", 0, None, -1),
-                                            what="|passive Ours at the last E − at the first| (3 SE)")
+    """"Not sensitive to E": the highest and lowest passive Ours over every E are comparable (within
+    :data:`flprivacy.ledger.referee.COMPARABLE_WITHIN`, 3 p.p.)."""
+    from .referee import comparable
+
+    c = s.mean["passive/Ours"]
+    return s.trail("passive/Ours"), comparable(max(c), min(c), what="passive Ours, highest and lowest over E "
+                                                                    "(comparable: within 3 p.p.)")
 
 
 def _coin_flip(s: Sweep) -> tuple[str, Verdict]:
+    """"The level of random guessing": passive Grad at the last E comparable to 50 % (within
+    :data:`flprivacy.ledger.referee.COMPARABLE_WITHIN`, 3 p.p.)."""
+    from .referee import comparable
+
     last = s.mean["passive/Grad"][-1]
-    return f"{last:.1f}% at E = {s.xs[-1]:g}", at_most(abs(last - 50), Z * s.se("passive/Grad", -1),
-                                                         what=f"|passive Grad − 50%| at E = {s.xs[-1]:g} (3 SE)")
+    return f"{last:.1f}% at E = {s.xs[-1]:g}", comparable(last, 50.0, what=f"passive Grad at E = {s.xs[-1]:g} vs "
+                                                                          "50 % (comparable: within 3 p.p.)")
 
 
 def _active_grad_gains(s: Sweep) -> tuple[str, Verdict]:
@@ -255,10 +298,10 @@ CLAIMS: tuple[Claim, ...] = (
           "\"and is almost indistinguishable from Model-w-O\"", "within noise at every h", _indistinguishable),
     Claim("batch_size", "Diana Fig. 3 centre: active Ours slightly decreases as B grows",
           "\"the performance of our attacks slightly decrease as the batch size increases\" (active)", "falls",
-          _rises("active/Ours", -1)),
+          sensitivity_slightly("active/Ours", -1)),
     Claim("batch_size", "Diana Fig. 3 centre: passive Ours slightly decreases as B grows",
           "\"the performance of our attacks slightly decrease as the batch size increases\" (passive)", "falls",
-          _rises("passive/Ours", -1)),
+          sensitivity_slightly("passive/Ours", -1)),
     Claim("batch_size", "Diana Fig. 3 centre: Ours above Grad at every batch size",
           "\"our approach consistently outperforms Grad in all cases\" (passive and active)", "Ours > Grad at every B",
           _ours_above_grad, True),
@@ -272,13 +315,14 @@ CLAIMS: tuple[Claim, ...] = (
           "\"active Grad significantly improves upon passive Grad as the number of local epochs increases\"",
           "gap grows with E", _active_grad_gains, True),
     Claim("epochs", "Diana Fig. 3 right: active Ours progressively slightly worse with E",
-          "\"our active approach progressively performs slightly worse\"", "falls", _rises("active/Ours", -1)),
+          "\"our active approach progressively performs slightly worse\"", "falls",
+          sensitivity_slightly("active/Ours", -1)),
     Claim("epochs", "Diana Fig. 3 right: active Ours over Grad by 10 p.p. at every E",
           "\"it still maintains an advantage of over 10 p.p. compared to Grad\" (active Grad)", "> 10 p.p. at every E",
           _gap_at_least("active/Ours", "active/Grad", 10.0, "every"), True),
     Claim("start_round", "Diana App. C.2: active Ours improves when launched later",
           "\"our approach shows slight improvements when the attack is launched in the later phases of training\"",
-          "rises", _rises("active/Ours")),
+          "rises", sensitivity_slightly("active/Ours")),
     Claim("start_round", "Diana App. C.2: Grad is more effective early",
           "\"the gradient-based method Grad is more effective during the early training phase\"",
           "earliest start above latest", _early, True),
@@ -341,3 +385,56 @@ def fig4_row() -> Row:
         return base
     return replace(base, ours=base.ours + "; other rows: " + ", ".join(f"{k} {tr[k]['mean_rho']:+.2f}" for k in others)
                    + f" (no relation: above {tr['level']:+.2f} with probability 99.86 %)")
+
+
+SENSITIVITY_FIG4_ID = "Diana Fig. 4: smaller clients leak more (Income-A, active 50)"
+"""The Fig. 4 row this module makes (:func:`fig4_row`), replacing :mod:`.diana_aia`'s of the same id."""
+
+SENSITIVITY_CAUSES: dict[str, str] = {
+    "Diana Fig. 3 left: Model-w-O rises with heterogeneity": "our protocol",
+    "Diana Fig. 3 left: active Ours almost indistinguishable from Model-w-O": "our protocol",
+    "Diana Fig. 3 left: passive Ours over Grad by 20 p.p. at the highest heterogeneity": "our protocol",
+    "Diana Fig. 3 left: active Ours over Grad by 30 p.p. at every level": "our protocol",
+    "Diana Fig. 3 centre: Ours above Grad at every batch size": "our protocol",
+    "Diana Fig. 3 right: Grad deteriorates to random guessing at E = 5": "our protocol",
+    "Diana Fig. 3 right: active Grad improves upon passive Grad as E grows": "our protocol",
+    "Diana Fig. 3 right: active Ours over Grad by 10 p.p. at every E": "our protocol",
+    "Diana App. C.2: active Ours over Grad by 12 p.p. at every start": "our protocol",
+}
+"""Known causes of the rows not reproduced (:data:`flprivacy.ledger.referee.CAUSES`), from the chapter's
+measurements: Model-w-O sits at its ceiling (98 %) at every heterogeneity, since thousands of full-batch
+Adam steps let our MLP memorise the incomes, which also puts it far above 50 rounds of Alg. 4; Grad is
+stronger on the synthetic census than on ACS (it links sex to hours and occupation more cleanly, visible
+in Table 1 at the default setting), which shrinks every margin over Grad and keeps it far from 50 %;
+and our choice of active Grad's configuration (the clients' mean cosine over passive and attack-round
+sets) picks a passive one at every E, so active Grad is passive Grad. The other rows' causes are not
+known (a direction within noise, or a change larger than "slightly")."""
+
+
+def made_here(r: Row) -> bool:
+    """Whether row ``r`` is one of this module's (:data:`CLAIMS`' rows and :func:`fig4_row`'s);
+    :func:`flprivacy.ledger.diana.referee` asks this module first."""
+    return r.result_id == SENSITIVITY_FIG4_ID or r.result_id in {c.result_id for c in CLAIMS}
+
+
+def sensitivity_stand_in(r: Row) -> str:
+    """What stood in for what in row ``r``, with both sizes: Income-L's sweeps (Fig. 3, App. C.2-C.3)
+    or Income-A's Fig. 4, the synthetic census for ACS Income."""
+    if r.result_id == SENSITIVITY_FIG4_ID:
+        return ("the synthetic census for ACS Income (Income-A): 200,000 synthetic people over 51 regions, each "
+                "client keeping 20 % (40,000 rows, about 36,000 attacked per seed), for the paper's 332,900 ACS "
+                "records (§5.1)")
+    return ("the synthetic census for ACS Income (Income-L, Louisiana): 15,982 synthetic people (as many as the "
+            "paper's records), 12,010 training rows attacked per seed over 10 clients, for the paper's 15,982 ACS "
+            "records (§5.1); the sweeps' settings are the paper's (part3_fig3, paper scale, 3 seeds)")
+
+
+def count_row(r: Row) -> Any:
+    """How a Fig. 3, App. C.2-C.3 or Fig. 4 row counts (:class:`flprivacy.ledger.referee.Count`):
+    every one runs on the synthetic census standing in for ACS Income (:func:`sensitivity_stand_in`),
+    so it is counted apart, indicative only; a row not reproduced names its cause where the chapter
+    measured one (:data:`SENSITIVITY_CAUSES`). Every sweep has three seeds at paper scale, so no row
+    needs the one-run exception."""
+    from .referee import Count
+
+    return Count(stand_in=sensitivity_stand_in(r), cause=SENSITIVITY_CAUSES.get(r.result_id, ""))
