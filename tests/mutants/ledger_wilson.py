@@ -42,10 +42,7 @@ MUTANTS = [
     Mutant("fig8_without_ssim", ROG, '"LPIPS, DDRM - GAN (the paper: DDRM worse, higher)"),\n                   _directional(record, "ssim"',
            '"LPIPS, DDRM - GAN (the paper: DDRM worse, higher)"),\n                   Verdict("reproduced") or _directional(record, "ssim"',
            "Fig. 8 has three parts"),
-    Mutant("app_g_comparable_loose", ROG, "COMPARABLE_SSIM = 0.05\n", "COMPARABLE_SSIM = 0.1\n",
-           "comparable: mean SSIMs within 0.05"),
-    Mutant("app_g_ssim_one_sided", ROG, 'at_most(abs(v["ddrm"]["ssim"] - v["rog"]["ssim"]), COMPARABLE_SSIM,',
-           'at_most(v["ddrm"]["ssim"] - v["rog"]["ssim"], COMPARABLE_SSIM,', "comparable is a two-sided gap"),
+    # App. G's "comparable" is the referee's 3 points: its mutant is app_g_comparable_5_points below
     Mutant("app_g_lpips_pooled", ROG, 'f"K = {K}: LPIPS, DDRM - GAN", K))', 'f"K = {K}: LPIPS, DDRM - GAN"))',
            "App. G: LPIPS higher at every K, each K's cases alone"),
     Mutant("app_g_lpips_reversed", ROG, 'parts.append(_directional(record, "lpips", "ddrm", "rog",',
@@ -87,4 +84,32 @@ MUTANTS = [
            "eq. 3's exact replay holds for the model without BatchNorm (batch statistics break it)"),
     Mutant("exact_first_K_only", ARC, "for K in sorted(curve)))\n\n\ndef _setting", "for K in sorted(curve)[:1]))\n\n\ndef _setting",
            "eq. 3 at every K"),
+]
+
+WIL = "src/flprivacy/ledger/wilson.py"
+
+MUTANTS += [
+    # ---- the referee's margins and counts --------------------------------------------------------------
+    Mutant("seed_sd_not_halved", WIL, "return math.sqrt(sum(d * d / 2 for d in diffs) / len(diffs))",
+           "return math.sqrt(sum(d * d for d in diffs) / len(diffs))", "one run's SD is the pair difference over √2"),
+    Mutant("paired_margin_one_se", WIL, "return noise_margin(std_error(diffs)) if len(diffs) >= 2 else 0.0",
+           "return std_error(diffs) if len(diffs) >= 2 else 0.0", "the margin is 2 standard errors, not 1"),
+    Mutant("arch_margin_smallest_se", ARC, "se = max(std_error(v) for v in per)", "se = min(std_error(v) for v in per)",
+           "the trend's margin takes the noisiest point"),
+    Mutant("x4_not_a_control", WIL, 'return Count(excluded="control", excluded_why=(',
+           'return Count(excluded="", excluded_why=("" and ', "the diagnostics' x4 rerun is our control"),
+    Mutant("seed0_not_capped", WIL, 'if r.status == "reproduced":\n            return Count(stand_in=stand, cause="compute", verdict=_Verdict(',
+           'if False:\n            return Count(stand_in=stand, cause="compute", verdict=_Verdict(',
+           "a rule on seed 0 alone cannot establish the paper's claim"),
+    Mutant("quick_counted", ARC, 'if r.scale == "quick":\n        return Count(excluded="quick stand-in"',
+           'if r.scale == "never":\n        return Count(excluded="quick stand-in"', "the quick ResNet rows stand in"),
+    Mutant("exact_not_one_run", ARC, 'return Count(one_run_enough="a deterministic computation',
+           'return Count(one_run_enough="" and "a deterministic computation', "eq. 3's exact replay is deterministic"),
+    Mutant("rog_not_stand_in", ROG, "return Count(stand_in=f\"MNIST (28x28 grey digits, 8 per client;",
+           "return COUNTS or Count(stand_in=f\"MNIST (28x28 grey digits, 8 per client;", "Fig. 8 and App. G stand in"),
+    Mutant("strict_verdict_ignored", WIL, "    if stand or strict is not None:\n        return Count(stand_in=stand, verdict=strict)",
+           "    if stand or strict is not None:\n        return Count(stand_in=stand)", "the referee's stricter verdict is applied"),
+    Mutant("app_g_comparable_5_points", ROG, "parts.append(comparable(100 * v[\"ddrm\"][\"ssim\"], 100 * v[\"rog\"][\"ssim\"],",
+           "parts.append(comparable(100 * v[\"ddrm\"][\"ssim\"], 100 * v[\"rog\"][\"ssim\"], within=5,",
+           "comparable: the referee's 3 points"),
 ]
