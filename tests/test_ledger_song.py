@@ -299,3 +299,178 @@ def test_exact_replay_rows_need_float64_rounding(live, monkeypatch):
         monkeypatch.setattr(S, "live_propositions", lambda fake=fake: fake)
         row = next(r for r in S.rows() if r.result_id == rid)
         assert row.status == status, (gaps, row.reason)
+
+
+# ---- the referee's count of each row, and the relative claims on the running-statistics reading ----
+
+BN = "resnet18-bn-eval"
+
+
+def _cell(psnr, ssim, device="cpu"):
+    return {"data": {"psnr": psnr, "ssim": ssim, "device": device, "iterations": 1000}, "name": "x"}
+
+
+def _trace(at_1000, at_3000, device="cpu", psnr=17.0):
+    return {"data": {"device": device, "trace": {"iteration": [1000, 2000, 3000], "ssim": [at_1000, 0.5, at_3000],
+                                                 "psnr": [psnr, psnr, psnr]}}, "name": "y"}
+
+
+def test_song_rerun_sd_and_margin_from_gpu_reruns_never_below_a_cells_tolerance():
+    assert S.song_rerun_sd([({"ssim": 0.5}, {"ssim": 0.6})], "ssim") == pytest.approx(0.1 / 2 ** 0.5)
+    assert S.song_rerun_sd([({"ssim": 0.5}, {"ssim": 0.6}), ({"ssim": 0.4}, {"ssim": 0.4})], "ssim") == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="no pair"):
+        S.song_rerun_sd([], "ssim")
+    key = (BN, "case 1", "AWA")
+    cpu_twice = {"r18": {key: _cell(18.0, 0.60)}, "curves": {(BN, "case 1"): _trace(0.70, 0.7)}}
+    assert S.song_rerun_pairs(cpu_twice, BN) == []  # the same computation twice on a CPU: no spread
+    assert S.song_reading_margin(cpu_twice, "ssim") == S.TOL["ssim"]
+    gpu = {"r18": {key: _cell(18.0, 0.60, "cuda")}, "curves": {(BN, "case 1"): _trace(0.70, 0.7, psnr=17.0)},
+           "repeats": {key: _cell(18.0, 0.60, "cuda")}}
+    pairs = S.song_rerun_pairs(gpu, BN)
+    assert len(pairs) == 2  # the rerun and the curve's point at 1,000
+    sd = (0.1 ** 2 / 2 / 2) ** 0.5  # differences 0.1 and 0
+    assert S.song_reading_margin(gpu, "ssim") == pytest.approx(2 * (2 * sd ** 2) ** 0.5)
+    assert S.song_reading_margin(gpu, "psnr") == pytest.approx(2 * (2 * 0.25) ** 0.5)  # 1 dB apart once: sd 0.5
+    small = {"r18": {key: _cell(18.0, 0.600, "cuda")}, "repeats": {key: _cell(18.0, 0.601, "cuda")}}
+    assert S.song_reading_margin(small, "ssim") == S.TOL["ssim"]  # reruns tighter than a cell's tolerance
+    other = {"r18": {("resnet18", "case 1", "AWA"): _cell(9.0, 0.02, "cuda")},
+             "repeats": {("resnet18", "case 1", "AWA"): _cell(9.0, 0.9, "cuda")}}
+    assert S.song_rerun_pairs(other, BN) == []  # another model's reruns are not the reading's
+
+
+def _reading(awa_lead=0.10, psnr_lead=2.0):
+    runs = {}
+    for c, ms in S.TABLE_IV.items():
+        others = {m: {"psnr": 15.0, "ssim": 0.50} for m, v in ms.items() if v is not None and m != "AWA"}
+        runs[c] = others | {"AWA": {"psnr": 15.0 + psnr_lead, "ssim": 0.50 + awa_lead}}
+    return runs
+
+
+def test_song_order_on_reading_at_its_margins_against_the_highest_other_attack():
+    m = {"psnr": 1.5, "ssim": 0.09}
+    assert S.song_order_on_reading(_reading(0.0901, 1.501), m).status == "reproduced"
+    assert S.song_order_on_reading(_reading(0.0899, 1.501), m).status == "partly"  # SSIM inside the margin
+    assert S.song_order_on_reading(_reading(0.0901, 1.499), m).status == "partly"  # PSNR inside the margin
+    assert S.song_order_on_reading(_reading(-0.2, -2.0), m).status == "not reproduced"
+    runs = _reading(0.10, 2.0)
+    runs["case 2"]["DLG"] = {"psnr": 15.0, "ssim": 0.55}  # the highest rival, not the lowest, decides
+    v = S.song_order_on_reading(runs, m)
+    assert v.status == "partly" and "case 2: AWA's SSIM" in v.reason
+    with pytest.raises(ValueError, match="at least one other attack"):
+        S.song_order_on_reading({"case 1": {"AWA": {"psnr": 1.0, "ssim": 1.0}}}, m)
+
+
+def test_song_case4_on_reading_compares_with_our_lowest_case_less_the_papers_gap_and_the_margin():
+    gap = 20.40 - 19.68
+    base = {"case 1": 18.0, "case 2": 16.0, "case 3": 17.0}
+    assert S.song_case4_on_reading(base | {"case 4": 16.0 - gap - 1.5 + 0.01}, 1.5).status == "reproduced"
+    v = S.song_case4_on_reading(base | {"case 4": 16.0 - gap - 1.5 - 0.01}, 1.5)
+    assert v.status == "not reproduced" and "16.00 dB" in v.reason
+    with pytest.raises(ValueError, match="case 4"):
+        S.song_case4_on_reading(base, 1.5)
+
+
+def test_song_curves_on_reading_needs_each_rise_and_case_4_below_beyond_the_margin():
+    m = 0.05
+    ends = {c: (0.5, 0.551) for c in S.CASES} | {"case 4": (0.4, 0.451)}
+    fv = S.song_curves_on_reading(ends, m)
+    assert fv["Fig. 3"].status == "reproduced" and fv["Fig. 4 case 4"].status == "reproduced"
+    one_flat = ends | {"case 2": (0.5, 0.549)}
+    v = S.song_curves_on_reading(one_flat, m)["Fig. 3"]
+    assert v.status == "not reproduced" and "3 of 4" in v.reason and "case 2" in v.reason
+    close = ends | {"case 4": (0.4, 0.502)}  # 0.049 below the lowest of cases 1-3 (0.551): inside the margin
+    assert S.song_curves_on_reading(close, m)["Fig. 4 case 4"].status == "not reproduced"
+    low3 = ends | {"case 3": (0.3, 0.46), "case 4": (0.4, 0.451)}  # the lowest of cases 1-3 decides
+    assert S.song_curves_on_reading(low3, m)["Fig. 4 case 4"].status == "not reproduced"
+    with pytest.raises(ValueError, match="case 4"):
+        S.song_curves_on_reading({c: ends[c] for c in ("case 1", "case 2", "case 3")}, m)
+
+
+def _relu_files(top=0.05):
+    r18 = {("resnet18", c, m): _cell(9.0, 0.03) for c, ms in S.TABLE_IV.items() for m, v in ms.items() if v}
+    r18[("resnet18", "case 4", "AGIC")] = _cell(9.0, top)
+    return {"r18": r18, "curves": {("resnet18", c): _trace(0.03, 0.03) for c in S.CASES}}
+
+
+def test_song_undecidable_where_every_run_compared_is_below_the_nontrivial_ssim():
+    from flprivacy.ledger.referee import NONTRIVIAL_SSIM
+
+    fails = _relu_files(top=NONTRIVIAL_SSIM - 1e-3)
+    for rid in ("Song §5.2 AWA highest PSNR and SSIM in every case", "Song §5.2 case 4 PSNR comparable to cases 1-3",
+                "Song Fig. 2 reconstructions (case 4: AGIC unidentifiable, AWA recognisable)",
+                "Song Fig. 3 SSIM after 3,000 iterations above Table IV", "Song Fig. 4 case 4 marginally below cases 1-3"):
+        why = S.song_undecidable_why(rid, fails)
+        assert "BatchNorm mode not stated" in why and "running statistics" in why, rid
+    at = _relu_files(top=NONTRIVIAL_SSIM)  # one attack compared at the threshold decides
+    assert S.song_undecidable_why("Song §5.2 AWA highest PSNR and SSIM in every case", at) == ""
+    assert S.song_undecidable_why("Song Fig. 2 reconstructions (case 4: AGIC unidentifiable, AWA recognisable)", at) == ""
+    assert S.song_undecidable_why("Song Fig. 3 SSIM after 3,000 iterations above Table IV", at) != ""  # AWA's curves only
+    assert S.song_undecidable_why("Song Fig. 4 SSIM above 0.9 within 1,500 iterations", fails) == ""  # no relative claim
+
+
+def _row(rid, status="not reproduced", file="awa_table4_resnet18/resnet18_case1_DLG.json"):
+    from flprivacy.ledger import Row
+
+    return Row(paper=S.PAPER, result_id=rid, claim="c", paper_value="p", ours="o", status=status,
+               reason="" if status == "reproduced" else "r", chapter=S.CHAPTER, data="real", file=file,
+               scale="paper", seeds=[1])
+
+
+def test_song_count_row_duplicates_controls_stand_ins_and_causes():
+    bn_files = {"r18": {(BN, "case 1", "DLG"): _cell(15.0, 0.534 + 0.029), (BN, "case 1", "AWA"): _cell(18.0, 0.935 - 0.031)}}
+    c = S.song_count_row(_row("Song Table IV case 1 DLG MSE"), bn_files)
+    assert c.excluded == "duplicate" and "'Song Table IV case 1 DLG PSNR'" in c.excluded_why
+    assert S.song_count_row(_row("Song Table IV case 1 DLG SSIM"), bn_files).cause == "our protocol"  # within 0.03
+    assert S.song_count_row(_row("Song Table IV case 1 AWA SSIM"), bn_files).cause == "unknown"  # 0.031 short
+    assert S.song_count_row(_row("Song Table IV case 1 AGIC SSIM"), bn_files).cause == "unknown"  # no such run
+    ctl = S.song_count_row(_row("Song Table IV at a ResNet-18 with BatchNorm on running statistics, case 1 SSIM (control)"), {})
+    assert ctl.excluded == "control" and "a reading the paper's text allows (BatchNorm mode not stated)" in ctl.excluded_why
+    assert S.song_count_row(_row("Song Table IV at a sigmoid ResNet-18, case 2 SSIM (control)"), {}).excluded == "control"
+    assert S.song_count_row(_row("Song Table IV at ResNet-18, case 1, reduced budget (controlled experiments)"),
+                            {}).excluded == "control"
+    assert S.song_count_row(_row("Song §4.2 BO's Q* against Q = 1 (quick model)", "reproduced"), {}).excluded \
+        == "by construction"
+    assert S.song_count_row(_row("Song Fig. 4 SSIM above 0.9 within 1,500 iterations (quick model)", "reproduced"),
+                            {}).excluded == "quick stand-in"
+    t3 = S.song_count_row(_row("Song Table III case 1 Q", "not covered"), {})
+    assert t3.excluded == "not comparable" and t3.verdict.status == "not run"
+    und = S.song_count_row(_row("Song Fig. 2 reconstructions (case 4: AGIC unidentifiable, AWA recognisable)",
+                                file="awa_table4_resnet18/resnet18_case4_AWA.json"), _relu_files())
+    assert und.excluded == "undecidable"
+    fig4 = S.song_count_row(_row("Song Fig. 4 SSIM above 0.9 within 1,500 iterations",
+                                 file="awa_curves_resnet18/resnet18_case1.json"), _relu_files())
+    assert fig4.excluded == "" and fig4.verdict is None  # an absolute claim: counted as it is
+    held = S.song_count_row(_row("Song Fig. 2 reconstructions (case 4: AGIC unidentifiable, AWA recognisable) "
+                                 "(BatchNorm on running statistics)", "reproduced"), {})
+    assert held.excluded == "" and held.cause == "compute"
+
+
+@pytest.fixture(scope="module")
+def song_entries():
+    from flprivacy.ledger import referee as R
+
+    rows = S.rows() + S.referee_claim_rows()
+    return {r.result_id: R.judge(r, S.referee(r)) for r in rows}
+
+
+def test_song_referee_on_the_committed_files(song_entries):
+    """Issue 60 on this paper's rows: the 11 MSE rows are duplicates, the 9 controls and diagnostics are
+    apart, the quick model's rows are stand-ins, Q* against Q = 1 is by construction, Table III is not
+    comparable (and not "not covered": it shows our values), and no Table IV PSNR or SSIM cell is apart."""
+    e = song_entries
+    assert sum(x.excluded == "duplicate" for x in e.values()) == 11
+    assert all(x.excluded == "duplicate" for i, x in e.items() if i.startswith("Song Table IV case") and i.endswith("MSE"))
+    assert sum(x.excluded == "control" for x in e.values()) == 9
+    assert {x.excluded for i, x in e.items() if i.endswith("(quick model)")} <= {"quick stand-in", "by construction"}
+    assert all(x.status != "not covered" for i, x in e.items() if i.startswith("Song Table III"))
+    assert all(x.section == "paper" for i, x in e.items()
+               if i.startswith("Song Table IV case") and i.endswith(("PSNR", "SSIM")))
+    assert all(x.cause in ("our protocol", "unknown", "compute") for x in e.values()
+               if x.section == "paper" and x.status in ("partly", "not reproduced"))
+    relu = S.fully_run(S.resnet18_runs(), "resnet18")
+    if relu and max(v["ssim"] for by in relu.values() for v in by.values()) < 0.2:
+        assert e["Song §5.2 AWA highest PSNR and SSIM in every case"].excluded == "undecidable"
+    reading = [i for i in e if i.endswith("(BatchNorm on running statistics)")]
+    for i in reading:
+        assert e[i].section == "paper" and "does not state the BatchNorm mode" in e[i].claim
+        assert e[i].status != "reproduced"  # one image set: capped at partly at best
