@@ -18,6 +18,10 @@ Statuses, from best to worst:
 - ``not reproduced``: the rule fails on our numbers (the row's ``reason`` says what we found);
 - ``not run``: the book has the code but no result at the paper's setting yet;
 - ``not covered``: the book has no code for the result (the reason says why).
+
+What a row counts towards (the paper's data, stand-in data, or kept apart), the thresholds the
+rules share, and the cap on rows read from one run are the referee's: :mod:`.referee`, whose
+``build``, ``save`` and ``load`` make and read the ledger file with each row's counting.
 """
 
 from __future__ import annotations
@@ -464,7 +468,8 @@ def frame(rows: Iterable[Row], columns: Mapping[str, str] | None = None) -> Any:
 def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequence[str] | None = None,
           columns: Mapping[str, str] | None = None) -> Any:
     """The committed ledger's verdicts for a chapter (or an id prefix, or ids), as a table in the
-    book's style (``flprivacy.tables.style``): what a chapter shows instead of typed verdicts."""
+    book's style (``flprivacy.tables.style``): what a chapter shows instead of typed verdicts.
+    :func:`flprivacy.ledger.referee.table` adds what each row counts towards."""
     from flprivacy.tables import style
 
     df = frame(select(load(), chapter=chapter, prefix=prefix, ids=ids), columns)

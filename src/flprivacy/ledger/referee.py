@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from . import PAPERS, STATUSES, Row, Verdict, _paper_modules, files, ledger_path, sign
+from . import PAPERS, STATUSES, TABLE_COLUMNS, Row, Verdict, _paper_modules, files, frame, ledger_path, select, sign
 
 SECTIONS: dict[str, str] = {
     "paper": "the paper's results on the paper's data (real, or synthetic as the paper makes it)",
@@ -319,8 +319,9 @@ _COUNT_FIELDS = ("section", "stand_in", "excluded", "excluded_why", "cause", "ru
 
 
 def build() -> list[Entry]:
-    """Every paper's rows, computed now from the committed result files by the rules, each counted
-    by its paper module's ``referee`` (:func:`judge`).
+    """Every paper's rows, computed now from the committed result files by the rules (a module's
+    ``rows()`` and, where it has one, ``referee_claim_rows()``), each counted by its paper module's
+    ``referee`` (:func:`judge`).
 
     Raises:
         AttributeError: when a paper module has no ``referee``.
@@ -332,7 +333,8 @@ def build() -> list[Entry]:
         if referee is None:
             raise AttributeError(f"{mod.__name__} has no referee(row) -> Count: every paper module says how its "
                                  "rows count (flprivacy.ledger.referee)")
-        out.extend(judge(r, referee(r)) for r in mod.rows())
+        extra = getattr(mod, "referee_claim_rows", None)  # rows made apart from rows(), which recorded runs reach
+        out.extend(judge(r, referee(r)) for r in mod.rows() + (extra() if extra is not None else []))
     ids = [e.result_id for e in out]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -423,8 +425,30 @@ def summary(entries: Iterable[Entry], paper: str) -> str:
     return " ".join(parts)
 
 
+COUNTS_AS: dict[str, str] = {"paper": "the paper's data", "stand-in": "stand-in data, indicative"}
+"""The words of a verdict table's last column for the two counted sections (a row kept apart
+reads "kept apart (its reason)")."""
+
+
+def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequence[str] | None = None,
+          columns: Mapping[str, str] | None = None) -> Any:
+    """The committed ledger's verdicts for a chapter (or an id prefix, or ids) in the book's table
+    style, like :func:`flprivacy.ledger.table`, with a last column saying what each row counts
+    towards: the paper's data, stand-in data (indicative), or kept apart and why."""
+    from flprivacy.tables import style
+
+    picked = select(load(), chapter=chapter, prefix=prefix, ids=ids)
+    df = frame(picked, TABLE_COLUMNS if columns is None else columns)
+    df["counts as"] = [COUNTS_AS.get(e.section) or f"kept apart ({e.excluded})" for e in picked]
+    if "why not" in df:
+        df["why not"] = df["why not"].fillna("")   # a reproduced row needs no reason
+    return style(df, caption="Verdicts of the committed ledger (book/results/ledger.json, built by "
+                             "`python -m flprivacy.ledger` from the result files; its rules are in flprivacy.ledger, "
+                             "what each row counts towards in flprivacy.ledger.referee).")
+
+
 __all__ = [
     "CAUSES", "COMPARABLE_WITHIN", "COUNTS", "Count", "EXCLUSIONS", "Entry", "HIGH_QUALITY_SSIM", "K_SE",
     "NONTRIVIAL_SSIM", "SECTIONS", "SLIGHT_AT_MOST", "comparable", "count_table", "decidable", "judge", "noise_margin",
-    "build", "load", "save", "section_of", "slight", "std_error", "summary", "tally", "to_json",
+    "COUNTS_AS", "build", "load", "save", "section_of", "slight", "std_error", "summary", "table", "tally", "to_json",
 ]
