@@ -274,3 +274,26 @@ def test_verdict_tables_say_what_each_row_counts_towards():
     assert list(t.columns)[-1] == "counts as"
     assert set(t["counts as"]) <= set(R.COUNTS_AS.values()) | {f"kept apart ({k})" for k in R.EXCLUSIONS}
     assert "the paper's data" in set(t["counts as"]) and "stand-in data, indicative" in set(t["counts as"])
+
+
+def test_a_papers_paragraph_is_made_from_its_rows():
+    d = L.PAPERS["diana"]
+    es = [R.judge(_row(), R.COUNTS),
+          R.judge(_row("not reproduced"), R.Count(cause="the paper")),
+          R.judge(_row(data="synthetic stand-in"), R.Count(stand_in="a synthetic census of 100 people (for ACS), split")),
+          R.judge(_row(), R.Count(excluded="duplicate", excluded_why="MSE"))]
+    text = R.summary(es, d)
+    assert "(2 results): 1 reproduced, 1 not reproduced." in text
+    assert "the paper: 1" in text and "Diana Table 1 Medical passive/Ours." in text        # the finding, by id
+    assert "1 result ran on data that stood in for the paper's (a synthetic census of 100 people;" in text
+    assert "1 duplicate" in text
+    assert "findings about the paper:** none" not in text.lower()
+    with pytest.raises(ValueError):
+        R.summary(es, "Nobody 2030")
+
+
+def test_a_stand_ins_short_name_drops_its_details():
+    assert R._stand_in_label("MNIST (28x28 grey digits; 8 per client (train)) for ImageNet (128x128), in x.json") \
+        == "MNIST for ImageNet"
+    assert R._stand_in_label("a synthetic census of 15,982 people (as many), split over 10 clients") \
+        == "a synthetic census of 15,982 people"

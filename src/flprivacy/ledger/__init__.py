@@ -20,7 +20,7 @@ Statuses, from best to worst:
 - ``not covered``: the book has no code for the result (the reason says why).
 
 What a row counts towards (the paper's data, stand-in data, or kept apart), the thresholds the
-rules share, and the cap on rows read from one run are the referee's: :mod:`.referee`, whose
+rules share, and the cap on rows read from one run are the referee's: :mod:`flprivacy.ledger.referee`, whose
 ``build``, ``save`` and ``load`` make and read the ledger file with each row's counting.
 """
 

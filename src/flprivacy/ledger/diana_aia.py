@@ -578,9 +578,9 @@ def referee_paper_diff_se(table: int, task: str, a: str, b: str, runs: int = 3) 
 
 def referee_gain_rule(gain: float, stated: float, se_ours: float, se_paper: float, *, what: str = "") -> Verdict:
     """The one rule for every stated gain ("improvements of over X p.p.", "gains of X p.p.",
-    "surpasses Grad by X p.p."): our gain is positive beyond its noise (:func:`noise_margin` of our
+    "surpasses Grad by X p.p."): our gain is positive beyond its noise (:func:`~flprivacy.ledger.referee.noise_margin` of our
     paired standard error) and at least the stated ``X`` less the noise of the comparison
-    (:func:`noise_margin` of ours and the paper's). No fixed slack. The size is the claim: below it,
+    (:func:`~flprivacy.ledger.referee.noise_margin` of ours and the paper's). No fixed slack. The size is the claim: below it,
     not reproduced; a size consistent with ``X`` but a gain within our noise is partly (not
     established on our seeds)."""
     from .referee import noise_margin
@@ -596,7 +596,7 @@ def referee_gain_rule(gain: float, stated: float, se_ours: float, se_paper: floa
 
 def referee_direction(diff: float, se: float, *, expected: int = 1, what: str = "") -> Verdict:
     """"A outperforms B" (``expected=+1``) on our seeds: the difference beyond 2 standard errors of
-    the paired difference (:func:`noise_margin`)."""
+    the paired difference (:func:`~flprivacy.ledger.referee.noise_margin`)."""
     from .referee import noise_margin
 
     return sign(diff, expected=expected, margin=noise_margin(se), what=what)
@@ -970,7 +970,7 @@ def count_row(r: Row) -> Any:
       (:func:`referee_stand_in_text`; Tables 2-3 also say that every client is attacked where
       the paper attacks one random client); Figs. 1 and 4 likewise.
     - An active Grad or Grad-w-O cell that repeats its passive cell's measurement, in our file and
-      in the paper, is a duplicate (:func:`_referee_duplicate`).
+      in the paper, is a duplicate (``_referee_duplicate``).
     - §5.3's gain rows and Fig. 1's rows are re-decided by the shared rules (the functions that
       make them are recorded by the experiments' runs, so the referee's verdict carries the rule).
     - Causes: a Model-w-O cell or claim not reproduced where our oracle (full-batch Adam to

@@ -158,7 +158,7 @@ def _below_on_iid(s: Sweep) -> tuple[str, Verdict]:
 
 
 def sensitivity_slightly(col: str, expected: int = 1) -> Rule:
-    """"Slightly rises (``expected=+1``) or falls (-1)": :func:`_rises`'s trend (first to last
+    """"Slightly rises (``expected=+1``) or falls (-1)": ``_rises``'s trend (first to last
     beyond :data:`Z` standard errors, no step against it beyond them), and a first-to-last change of
     at most :data:`flprivacy.ledger.referee.SLIGHT_AT_MOST` points (:func:`flprivacy.ledger.referee.slight`);
     a larger change in the claimed direction is ``partly``."""

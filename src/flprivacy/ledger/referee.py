@@ -77,14 +77,16 @@ K_SE = 2.0
 """Standard errors of a difference that a sign, trend or ordering must clear (:func:`noise_margin`)."""
 
 SLIGHT_AT_MOST = 5.0
-""""Slightly" rises or falls: beyond the noise margin and by at most 5 percentage points (:func:`slight`)."""
+"""The most a change called "slightly" may be, in percentage points; it must also clear the noise (:func:`slight`)."""
 
 COMPARABLE_WITHIN = 3.0
-""""Comparable", "close to", "similar": within 3 percentage points, the tolerance of a reported number."""
+"""The most two numbers called "comparable", "close to" or "similar" may differ, in percentage points
+(the tolerance of a reported number)."""
 
 HIGH_QUALITY_SSIM = 0.6
-""""High quality" reconstruction: SSIM at least 0.6 to the true image. SSIM runs from 0 (no structure in
-common) to 1 (the same image); beating a baseline image such as the mean digit is a weaker claim."""
+"""The least SSIM to the true image of a reconstruction called "high quality". SSIM runs from 0 (no
+structure in common) to 1 (the same image); beating a baseline image such as the mean digit is a
+weaker claim."""
 
 NONTRIVIAL_SSIM = 0.2
 """An attack recovers something when its SSIM is at least 0.2; when every attack compared stays below
@@ -206,14 +208,15 @@ class Count:
 
 
 COUNTS = Count()
-"""The count of a row that counts as it is: the paper's result on the paper's data."""
+"""The count of a row that counts as it is, the paper's result on the paper's data."""
 
 
 @dataclass(frozen=True)
 class Entry(Row):
-    """A ledger row with the referee's count: a line of ``book/results/ledger.json``.
+    """A ledger row with the referee's count: a line of ``book/results/ledger.json``. Besides the
+    attributes of :class:`~flprivacy.ledger.Row`, it has these.
 
-    Attributes (besides :class:`~flprivacy.ledger.Row`'s):
+    Attributes:
         section: a key of :data:`SECTIONS`.
         stand_in, excluded, excluded_why, cause: as in :class:`Count`.
         rule_status: the status the row's own rule gave, when the referee's differs (one run,
@@ -384,6 +387,17 @@ def _statuses(c: Mapping[str, int]) -> str:
     return ", ".join(f"{c[s]} {s}" for s in STATUSES if c[s]) or "none"
 
 
+def _stand_in_label(text: str) -> str:
+    """A stand-in's short name: its text without parentheses, up to the first clause ("MNIST for
+    ImageNet", "a synthetic census of 15,982 people drawn for Louisiana")."""
+    import re
+
+    plain = text
+    for _ in range(3):  # parentheses nest up to twice in the rows' texts
+        plain = re.sub(r"\s*\([^()]*\)", "", plain)
+    return re.split(r"; |, |: ", plain)[0].strip()
+
+
 def summary(entries: Iterable[Entry], paper: str) -> str:
     """What a referee concludes about one paper, in a paragraph of Markdown made from the ledger:
     the headline counts on the paper's data, the causes of its gaps, what stays untested for want
@@ -409,9 +423,9 @@ def summary(entries: Iterable[Entry], paper: str) -> str:
             if x) + ".")
     stand = [e for e in mine if e.section == "stand-in"]
     if stand:
-        what = sorted({e.stand_in.split(";")[0].strip() for e in stand})
+        what = sorted({_stand_in_label(e.stand_in) for e in stand})
         parts.append(f"**Untested for want of data:** {_n(len(stand), 'result')} ran on data that stood in for the "
-                     f"paper's ({'; '.join(what[:4])}{'; ...' if len(what) > 4 else ''}): "
+                     f"paper's ({'; '.join(what[:4])}{'; ...' if len(what) > 4 else ''}; each row says how large): "
                      f"{_statuses(tally(stand, section='stand-in')[paper])}, indicative only.")
     apart = [e for e in mine if e.section == "apart"]
     if apart:

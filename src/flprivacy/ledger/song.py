@@ -1083,8 +1083,8 @@ def song_reading_runs(files: Mapping[str, Any], bo: bool = False) -> dict[str, d
 
 
 def referee_claim_rows() -> list[Row]:
-    """§5.2's and Figs. 2-4's relative claims decided on the reading with BatchNorm on running statistics
-   , where the attacks reconstruct: at the paper's ReLU model with the batch's statistics every
+    """§5.2's and Figs. 2-4's relative claims decided on the reading with BatchNorm on running
+    statistics, where the attacks reconstruct: at the paper's ReLU model with the batch's statistics every
     run stays below ``NONTRIVIAL_SSIM`` and those rows are undecidable (:func:`song_count_row`). The rows
     read AWA with Table III's Q, as the main rows do (our BO's, where it ran, in ``ours``); a difference
     must clear :func:`song_reading_margin` (two single runs, with the spread of reruns on the GPU, and

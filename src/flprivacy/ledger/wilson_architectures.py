@@ -50,7 +50,7 @@ def curves(record: Mapping[str, Any]) -> dict[str, dict[int, dict[str, float]]]:
 
 def fig5_verdict(curve: Mapping[int, Mapping[str, float]]) -> Verdict:
     """Fig. 5 as the paper states it: quality declines as clients are added, in LPIPS (rises) and
-    in SSIM (falls), over the numbers of clients run, each beyond :func:`wilson_arch_curve_margin`
+    in SSIM (falls), over the numbers of clients run, each beyond ``wilson_arch_curve_margin``
     (the spread over the points' images; the files run one seed)."""
     Ks = sorted(curve)
     return combine(trend(Ks, [curve[K]["lpips"] for K in Ks], margin=wilson_arch_curve_margin(curve, "lpips"),

@@ -138,7 +138,7 @@ def rows() -> list[Row]:
 
 
 def made_here(r: Row) -> bool:
-    """Whether row ``r`` is one of :func:`rows`' (for :func:`flprivacy.ledger.wilson.referee`)."""
+    """Whether row ``r`` is one of :func:`rows`' (for ``flprivacy.ledger.wilson.referee``)."""
     return r.result_id in (FIG8_ID, APP_G_ID)
 
 

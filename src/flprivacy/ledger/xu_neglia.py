@@ -301,7 +301,7 @@ def table1_numbers(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     the number of seeds and ``ceiling``, the true local optima's mean train accuracy (%) when the
     records hold it (else ``None``); ``by_seed`` (per steps and model, each seed's mean over clients)
     and ``gains_by_seed`` (per steps and client, each seed's gain), in seed order, for the paired
-    margins of :func:`xu_table1_noise`."""
+    margins of ``xu_table1_noise``."""
     steps = sorted({r["local_steps"] for r in recs})
     clients = sorted({r["client"] for r in recs})
     key = {"last returned": "acc_last_returned", "decoded": "acc_decoded"}
@@ -413,7 +413,7 @@ def xu_table1_worst_served(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     local steps on the per-seed (paired) differences of decoding gains: the worst-served client's
     gain above the mean gain of the other four, and above the gain of the runner-up role (the rank
     by last returned accuracy with the largest mean gain among the others), each beyond 2 standard
-    errors of those differences (:func:`xu_table1_noise`). One row dict (``result_id``,
+    errors of those differences (``xu_table1_noise``). One row dict (``result_id``,
     ``claim``, ``paper_value``, ``ours``, ``verdict``)."""
     steps = sorted({r["local_steps"] for r in recs})
     seeds = sorted({r["seed"] for r in recs})
