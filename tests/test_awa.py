@@ -605,8 +605,8 @@ def test_diagnostics_inverting_gradients_tricks(monkeypatch):
 def test_keep_freed_memory_reuses_blocks_and_changes_no_number():
     """experiments.keep_freed_memory (what the AWA commands apply): in a child process, a loop that
     allocates and frees a 64 MB tensor faults in a fresh block's pages at every pass by default and,
-    once the allocator keeps freed memory, reuses blocks: its faults stop growing with the number
-    of passes. The values computed are the same."""
+    once the allocator keeps freed memory, reuses blocks: its faults stay a few blocks' worth
+    however many passes run. The values computed are the same."""
     import json
     import resource
     import subprocess
@@ -639,8 +639,11 @@ print(json.dumps(dict(applied=applied, faults=resource.getrusage(resource.RUSAGE
         # 64 MB is above glibc's largest mmap threshold (32 MB): by default every pass maps a fresh
         # block, at least one block's faults per pass
         assert default["faults"] >= 20 * per_pass, (default, per_pass)
-        # kept, 20 more passes add at most a quarter of a block per pass (no reuse would add 20 blocks)
-        assert kept40["faults"] - kept20["faults"] <= 5 * per_pass, (kept20, kept40, per_pass)
+        # kept, the faults stay bounded: 40 passes fault in at most 10 blocks' pages, a quarter of
+        # the 40 blocks that no reuse costs. (How many blocks the heap holds before it reuses them
+        # varies from run to run, 2 to 8 in 40 passes: the difference of two runs, 20 and 40 passes,
+        # mixed that variation into the check.)
+        assert kept40["faults"] <= 10 * per_pass, (kept20, kept40, per_pass)
 
 
 def test_trace_scores_the_dummy_without_changing_the_attack():

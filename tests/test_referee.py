@@ -270,21 +270,30 @@ def test_ledger_json_keeps_rows_and_counting_in_step():
 
 
 def test_verdict_tables_say_what_each_row_counts_towards():
+    rows = {e.result_id: e for e in R.load() if e.chapter == "part3/passive_active_aia"}
     t = R.table(chapter="part3/passive_active_aia").data
-    assert list(t.columns)[-1] == "counts as"
-    assert set(t["counts as"]) <= set(R.COUNTS_AS.values()) | {f"kept apart ({k})" for k in R.EXCLUSIONS}
-    assert "the paper's data" in set(t["counts as"]) and "stand-in data, indicative" in set(t["counts as"])
+    for rid, status in zip(t["result"], t["status"]):
+        e = rows[rid]
+        want = {"paper": e.status, "stand-in": f"{e.status} (stand-in data)",
+                "apart": f"{e.status} (kept apart: {e.excluded})"}[e.section]
+        assert status == want, rid
+    assert {e.section for e in rows.values()} >= {"paper", "stand-in"}
 
 
 def test_a_papers_paragraph_is_made_from_its_rows():
     d = L.PAPERS["diana"]
+    import dataclasses
+
+    ours = dataclasses.replace(_row("not reproduced"), result_id="Diana Table 1 Medical passive/Grad")
     es = [R.judge(_row(), R.COUNTS),
           R.judge(_row("not reproduced"), R.Count(cause="the paper")),
+          R.judge(ours, R.Count(cause="our protocol")),
           R.judge(_row(data="synthetic stand-in"), R.Count(stand_in="a synthetic census of 100 people (for ACS), split")),
           R.judge(_row(), R.Count(excluded="duplicate", excluded_why="MSE"))]
     text = R.summary(es, d)
-    assert "(2 results): 1 reproduced, 1 not reproduced." in text
-    assert "the paper: 1" in text and "Diana Table 1 Medical passive/Ours." in text        # the finding, by id
+    assert "(3 results): 1 reproduced, 2 not reproduced." in text
+    assert "our protocol: 1, the paper: 1" in text
+    assert "Diana Table 1 Medical passive/Ours." in text and "passive/Grad" not in text   # the finding, by id
     assert "1 result ran on data that stood in for the paper's (a synthetic census of 100 people;" in text
     assert "1 duplicate" in text
     assert "findings about the paper:** none" not in text.lower()

@@ -13,7 +13,8 @@ from tools.mutation import Mutant, pytest_command
 RF = "src/flprivacy/ledger/referee.py"
 
 TESTS = pytest_command("tests/test_referee.py", "-k", "not round_trips and not every_counted and not in_step "
-                                                      "and not states_its_margin and not across_sections")
+                                                      "and not states_its_margin and not across_sections "
+                                                      "and not verdict_tables")
 
 MUTANTS = [
     Mutant("k_se_one", RF, "K_SE = 2.0\n", "K_SE = 1.0\n", "a margin of 2 standard errors"),
@@ -48,4 +49,10 @@ MUTANTS = [
            "a counted gap without a known cause says unknown"),
     Mutant("rule_status_lost", RF, '                 rule_status=r.status if v.status != r.status else "")\n',
            '                 rule_status="")\n', "a re-decided row keeps the rule's status"),
+    Mutant("summary_findings_any_cause", RF, '    found = [e for e in head if e.cause == "the paper"]\n',
+           '    found = [e for e in head if e.cause]\n', "only gaps traced to the paper are findings about it"),
+    Mutant("summary_counts_all_rows", RF, '    head = [e for e in mine if e.section == "paper"]\n',
+           "    head = mine\n", "the paragraph's headline counts the paper's data only"),
+    Mutant("stand_in_label_keeps_details", RF, '    return re.split(r"; |, |: ", plain)[0].strip()\n',
+           "    return plain.strip()\n", "a stand-in's short name stops at its first clause"),
 ]

@@ -439,26 +439,32 @@ def summary(entries: Iterable[Entry], paper: str) -> str:
     return " ".join(parts)
 
 
-COUNTS_AS: dict[str, str] = {"paper": "the paper's data", "stand-in": "stand-in data, indicative"}
-"""The words of a verdict table's last column for the two counted sections (a row kept apart
-reads "kept apart (its reason)")."""
+COUNTS_AS: dict[str, str] = {"stand-in": "stand-in data", "apart": "kept apart"}
+"""The words a verdict table adds to the status of a row that does not count among the paper's
+results (a row kept apart also names why: "kept apart: duplicate")."""
 
 
 def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequence[str] | None = None,
           columns: Mapping[str, str] | None = None) -> Any:
     """The committed ledger's verdicts for a chapter (or an id prefix, or ids) in the book's table
-    style, like :func:`flprivacy.ledger.table`, with a last column saying what each row counts
-    towards: the paper's data, stand-in data (indicative), or kept apart and why."""
+    style, like :func:`flprivacy.ledger.table`, with what each row counts towards in its status
+    cell: nothing more for the paper's results on the paper's data, "stand-in data" or "kept
+    apart: why" for the others (in the cell, not a column of its own: the tables fit the text
+    column)."""
     from flprivacy.tables import style
 
     picked = select(load(), chapter=chapter, prefix=prefix, ids=ids)
-    df = frame(picked, TABLE_COLUMNS if columns is None else columns)
-    df["counts as"] = [COUNTS_AS.get(e.section) or f"kept apart ({e.excluded})" for e in picked]
+    cols = dict(TABLE_COLUMNS if columns is None else columns)
+    df = frame(picked, cols)
+    if "status" in cols:
+        df[cols["status"]] = [e.status + (f" ({COUNTS_AS[e.section]}" + (f": {e.excluded})" if e.excluded else ")")
+                                          if e.section in COUNTS_AS else "") for e in picked]
     if "why not" in df:
         df["why not"] = df["why not"].fillna("")   # a reproduced row needs no reason
     return style(df, caption="Verdicts of the committed ledger (book/results/ledger.json, built by "
-                             "`python -m flprivacy.ledger` from the result files; its rules are in flprivacy.ledger, "
-                             "what each row counts towards in flprivacy.ledger.referee).")
+                             "`python -m flprivacy.ledger` from the result files; its rules are in flprivacy.ledger). "
+                             "A status marked stand-in data or kept apart is not counted among the paper's results "
+                             "(flprivacy.ledger.referee).")
 
 
 __all__ = [
