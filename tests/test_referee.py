@@ -306,3 +306,9 @@ def test_a_stand_ins_short_name_drops_its_details():
         == "MNIST for ImageNet"
     assert R._stand_in_label("a synthetic census of 15,982 people (as many), split over 10 clients") \
         == "a synthetic census of 15,982 people"
+
+
+def test_long_names_in_verdict_tables_can_wrap():
+    assert R._breakable("flprivacy.experiments.part4_factors 0.309 a/b") == \
+        "flprivacy.\u200bexperiments.\u200bpart4_\u200bfactors 0.309 a/\u200bb"
+    assert R._breakable(3.5) == 3.5

@@ -444,6 +444,14 @@ COUNTS_AS: dict[str, str] = {"stand-in": "stand-in data", "apart": "kept apart"}
 results (a row kept apart also names why: "kept apart: duplicate")."""
 
 
+def _breakable(text: Any) -> Any:
+    """``text`` with a zero-width space after each ``/``, ``_`` or ``.`` that a letter follows, so that
+    names such as flprivacy.experiments.part4_factors can wrap in a narrow column (numbers keep theirs)."""
+    import re
+
+    return re.sub(r"([/_.])(?=[A-Za-z])", "\\1\u200b", text) if isinstance(text, str) else text
+
+
 def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequence[str] | None = None,
           columns: Mapping[str, str] | None = None) -> Any:
     """The committed ledger's verdicts for a chapter (or an id prefix, or ids) in the book's table
@@ -461,6 +469,9 @@ def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequenc
                                           if e.section in COUNTS_AS else "") for e in picked]
     if "why not" in df:
         df["why not"] = df["why not"].fillna("")   # a reproduced row needs no reason
+    for c in ("why not", cols.get("ours"), cols.get("paper_value")):
+        if c in df:   # a file or module name is one long word: let it break after its / _ . (a zero-width space)
+            df[c] = [_breakable(x) for x in df[c]]
     return style(df, caption="Verdicts of the committed ledger (book/results/ledger.json, built by "
                              "`python -m flprivacy.ledger` from the result files; its rules are in flprivacy.ledger). "
                              "A status marked stand-in data or kept apart is not counted among the paper's results "
