@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from . import PAPERS, STATUSES, TABLE_COLUMNS, Row, Verdict, _paper_modules, files, frame, ledger_path, select, sign
+from . import PAPERS, STATUSES, TABLE_COLUMNS, Row, Verdict, _finite, _paper_modules, files, frame, ledger_path, select, sign
 
 SECTIONS: dict[str, str] = {
     "paper": "the paper's results on the paper's data (real, or synthetic as the paper makes it)",
@@ -91,16 +91,6 @@ weaker claim."""
 NONTRIVIAL_SSIM = 0.2
 """An attack recovers something when its SSIM is at least 0.2; when every attack compared stays below
 it, the order among them is noise and a relative claim is undecidable (:func:`decidable`)."""
-
-
-def _finite(name: str, x: float) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}={x!r}: expected a number") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name}={x!r}: expected a finite number")
-    return v
 
 
 # --------------------------------------------------------------------------------------------
