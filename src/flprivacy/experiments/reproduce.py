@@ -296,7 +296,11 @@ def record_status(record: dict[str, Any], module: str | None = None) -> tuple[bo
 
         entries = [(own, MAIN_GUARD)] if units is not None else None
         same, changed = sources_unchanged(sources, units, entries)
-        return (True, "current") if same else (False, changed)
+        if same:
+            return True, "current"
+        from .canary import reverified  # a canary's agreeing, current verification keeps it current
+
+        return reverified(record, changed)
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
     return True, "current"
@@ -454,6 +458,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "a sweep longer than a session fits in one; the numbers do not change")
     p.add_argument("--only", nargs="+", default=None, metavar="RESULT",
                    help=f"run only these result files (of: {', '.join(j.file for j in PLAN)})")
+    p.add_argument("--verify", action="store_true", help="run the canary of each stale file that has one "
+                   "(flprivacy.experiments.canary), record it in the file, and exit")
     args = p.parse_args(argv)
     plan = list(PLAN)
     if args.only:
@@ -461,11 +467,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if unknown:
             p.error(f"--only: unknown results {unknown}; choose from {[j.file for j in PLAN]}")
         plan = [j for j in plan if j.file in set(args.only)]
+    if args.verify:
+        from .canary import verify_plan
+
+        return {"jobs": [], "verified": verify_plan(plan)}
     if git_commit().endswith("+dirty"):
         print("note: the library has uncommitted changes; the files will record '+dirty' and be rerun next time")
+    from .canary import can_reverify
+
     todo, records = [], []
     for job in plan:
         current, why = status(job)
+        if not current and args.dry_run and (which := can_reverify(job)):
+            why = f"stale; a canary can re-verify it: {which} ({why})"
         print(f"{'skip' if current else 'run ':4}  {job.file:38s} {why}")
         if current:
             records.append({"result": job.file, "command": job.command, "status": "skipped", "seconds": 0.0})

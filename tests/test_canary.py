@@ -1,0 +1,178 @@
+"""Re-verification by a canary (flprivacy.experiments.canary): a file stale because code changed
+stays current while a cheap re-computation with today's code agrees with its numbers, and only
+while that verification is itself current; leaf-by-leaf comparison rules."""
+
+import copy
+import json
+import math
+
+import pytest
+
+from flprivacy.experiments import canary as C
+from flprivacy.experiments import points as P
+from flprivacy.experiments import reproduce as R
+
+FN = "flprivacy.experiments.part2_toy:run_one"
+ARGS = [0, 256, 0.1, "per-client"]  # one toy FedAvg run of 300 rounds: a second of CPU
+OWN = "flprivacy/experiments/part2_toy.py"
+
+
+def _edit_unit(units: dict, rel: str, name: str) -> dict:
+    """``units`` with the recorded hash of ``rel``'s unit ``name`` changed: as if the code had changed."""
+    words = [f"{name}={'0' * 12}" if w.startswith(f"{name}=") else w for w in units[rel].split()]
+    return {**units, rel: " ".join(words)}
+
+
+@pytest.fixture(scope="module")
+def computed():
+    """The point computed once in this process (the 'run'), and once by the canary's fresh process."""
+    run = P._call(FN, ARGS)
+    target = C.Target("point seed=0", FN, ARGS, [C._entry_of(FN)], C.DEFAULT_TOLERANCE)
+    fresh = C._run_fresh(target, {"scale": "quick", "command": "python -m flprivacy.experiments.part2_toy"})
+    return run, fresh
+
+
+@pytest.fixture
+def files(tmp_path, computed, monkeypatch):
+    """A result file assembled from one point, both stale because part2_toy.run_one 'changed'
+    since the run; the canary's process is the one computed above."""
+    run, fresh = computed
+    monkeypatch.setattr(C, "_run_fresh", lambda t, record: copy.deepcopy(fresh))
+    units = _edit_unit(run["source_units"], OWN, "run_one")
+    point = {"name": "demo", "point": "seed=0", "fn": FN, "args": ARGS, "command": "python -m x", "scale": "quick",
+             "date": "2026-12-01T00:00:00+00:00", "commit": "abc", "cpu_seconds": run["cpu_seconds"],
+             "wall_seconds": run["wall_seconds"], "sources": run["sources"], "source_units": units,
+             "data": run["data"]}
+    record = {"name": "demo", "command": "python -m flprivacy.experiments.part2_toy", "scale": "quick",
+              "date": "2026-12-01T01:00:00+00:00", "commit": "abc", "sources": run["sources"], "source_units": units,
+              "data": {"rows": [1, 2], "points_record": {"points": 1, "point_commits": ["abc"]}}}
+    (tmp_path / "points" / "demo").mkdir(parents=True)
+    (tmp_path / "points" / "demo" / "seed=0.json").write_text(json.dumps(point))
+    (tmp_path / "demo.json").write_text(json.dumps(record))
+    return tmp_path / "demo.json", tmp_path / "points" / "demo" / "seed=0.json"
+
+
+def _load(path):
+    return json.loads(path.read_text())
+
+
+def test_the_canary_process_recomputes_the_point_with_its_own_provenance(computed):
+    run, fresh = computed
+    assert C.compare(fresh["data"], run["data"]).agrees
+    assert OWN in fresh["sources"] and OWN in fresh["source_units"] and fresh["cpu_seconds"] > 0
+
+
+def test_an_agreeing_canary_keeps_a_stale_file_current_and_records_the_verification(files):
+    path, point_path = files
+    before = _load(path)
+    current, why = R.record_status(before, "part2_toy")
+    assert not current and "part2_toy.py:run_one changed" in why
+    v = C.verify(path)
+    assert v.agrees and v.target.canary == "point seed=0" and v.uncovered == []
+    after = _load(path)
+    assert after["data"] == before["data"]  # never touched
+    entry = after["verifications"][-1]
+    for key in ("date", "commit", "canary", "fn", "args", "entries", "sources", "source_units", "seconds",
+                "max_abs_deviation", "max_rel_deviation", "tolerance", "agrees"):
+        assert key in entry
+    assert entry["agrees"] is True and entry["entries"] == [[OWN, "run_one"]] and entry["tolerance"]["reason"]
+    current, why = R.record_status(after, "part2_toy")
+    assert current and why.startswith("current (re-verified ") and "by point seed=0" in why
+    assert _load(point_path)["verifications"][-1]["agrees"] is True
+
+
+def test_a_number_moved_beyond_tolerance_makes_the_canary_disagree(files):
+    path, point_path = files
+    point = _load(point_path)
+    point["data"][0]["error"] *= 1 + 1e-3
+    point_path.write_text(json.dumps(point))
+    v = C.verify(path)
+    assert not v.agrees and "[0].error" in v.comparison.worst
+    rec = _load(path)
+    assert rec["verifications"][-1]["agrees"] is False and "[0].error" in rec["verifications"][-1]["worst"]
+    current, why = R.record_status(rec, "part2_toy")
+    assert not current and "disagrees" in why
+    # an agreeing verification followed by a disagreeing one: the latest decides
+    rec["verifications"] = [dict(rec["verifications"][-1], agrees=True, worst=""), rec["verifications"][-1]]
+    assert not R.record_status(rec, "part2_toy")[0]
+
+
+def test_a_code_change_after_the_verification_makes_the_file_stale_again(files):
+    path, point_path = files
+    C.verify(path)
+    for p in (path, point_path):
+        rec = _load(p)
+        rec["verifications"][-1]["source_units"] = _edit_unit(rec["verifications"][-1]["source_units"], OWN, "run_one")
+        p.write_text(json.dumps(rec))
+    current, why = R.record_status(_load(path), "part2_toy")
+    assert not current and "is stale too" in why and "run_one" in why
+
+
+def test_a_change_the_canary_cannot_reach_is_not_reverified(files):
+    path, _ = files
+    rec = _load(path)  # the run's main also 'changed': the point's re-computation says nothing about it
+    rec["source_units"] = _edit_unit(rec["source_units"], OWN, "main")
+    path.write_text(json.dumps(rec))
+    v = C.verify(path, "part2_toy")
+    assert v.agrees and v.uncovered == [f"{OWN}:main"]
+    current, why = R.record_status(_load(path), "part2_toy")
+    assert not current and "does not reach" in why
+
+
+def test_a_command_mismatch_is_never_reverified(files, monkeypatch, capsys):
+    path, _ = files
+    C.verify(path)
+    assert R.record_status(_load(path), "part2_toy")[0]
+    monkeypatch.setattr(R, "result_path", lambda name, scale_=None: path)
+    monkeypatch.setattr("flprivacy.experiments.result_path", lambda name, scale_=None: path)
+    other = R.Job("demo", "part2_toy", ("--seeds", "3"), scale="quick")
+    current, why = R.status(other)
+    assert not current and "another command" in why
+    assert C.can_reverify(other) is None
+    same = R.Job("demo", "part2_toy", (), scale="quick")
+    rec = _load(path)
+    rec["command"] = same.command
+    path.write_text(json.dumps(rec))
+    assert R.status(same)[0]  # re-verified
+    del rec["verifications"]
+    path.write_text(json.dumps(rec))
+    assert C.can_reverify(same) == "point seed=0"
+    monkeypatch.setattr(R, "PLAN", (same, other))
+    R.main(["--dry-run"])
+    assert "stale; a canary can re-verify it: point seed=0" in capsys.readouterr().out
+    R.main(["--verify"])
+    out = capsys.readouterr().out
+    assert "demo: point seed=0" in out and "agrees" in out and R.status(same)[0]
+
+
+def test_leaf_comparison_rules():
+    tol = C.Tolerance(abs=1e-6, rel=1e-5, reason="test")
+    ok = {"a": [1.0, {"b": "x", "n": 3, "flag": True, "none": None}], "nan": math.nan, "inf": -math.inf}
+    assert C.compare(copy.deepcopy(ok), ok, tol).agrees
+    for bad in ({"a": [1.0, {"b": "y", "n": 3, "flag": True, "none": None}], "nan": math.nan, "inf": -math.inf},
+                {"a": [1.0, {"b": "x", "n": 4, "flag": True, "none": None}], "nan": math.nan, "inf": -math.inf},
+                {"a": [1.0, {"b": "x", "n": 3, "flag": False, "none": None}], "nan": math.nan, "inf": -math.inf},
+                {"a": [1.0, {"b": "x", "n": 3, "flag": True, "none": 0.0}], "nan": math.nan, "inf": -math.inf},
+                {"a": [1.0, {"b": "x", "n": 3, "flag": True}], "nan": math.nan, "inf": -math.inf},  # missing key
+                {"a": [1.0, {"b": "x", "n": 3, "flag": True, "none": None}, 2.0], "nan": math.nan, "inf": -math.inf},
+                {"a": [1.0, {"b": "x", "n": 3, "flag": True, "none": None}], "nan": 0.0, "inf": -math.inf},
+                {"a": [1.0, {"b": "x", "n": 3, "flag": True, "none": None}], "nan": math.nan, "inf": math.inf},
+                {"a": [1.0, {"b": "x", "n": 3, "flag": 1, "none": None}], "nan": math.nan, "inf": -math.inf}):
+        assert not C.compare(bad, ok, tol).agrees, bad
+    assert not C.compare({"a": 1.0, "extra": 2.0}, {"a": 1.0}, tol).agrees
+    assert not C.compare([1.0], 1.0, tol).agrees
+    # the tolerance: |fresh - recorded| <= abs + rel |recorded|, on either side
+    assert C.compare(1.0 + 0.9e-5, 1.0, tol).agrees and C.compare(1.0 - 0.9e-5, 1.0, tol).agrees
+    assert not C.compare(1.0 + 2e-5, 1.0, tol).agrees and not C.compare(1.0 - 2e-5, 1.0, tol).agrees
+    assert C.compare(5e-7, 0.0, tol).agrees and not C.compare(-2e-6, 0.0, tol).agrees
+    assert not C.compare(0.0, -2e-6, tol).agrees
+    c = C.compare([1.0 + 3e-6, 2.0], [1.0, 2.0], tol)
+    assert c.agrees and c.max_abs == pytest.approx(3e-6) and c.max_rel == pytest.approx(3e-6) and c.leaves == 2
+    assert C.compare(2, 2.0, tol).agrees  # an int against a float: compared as numbers
+
+
+def test_a_registered_canary_reruns_a_cheap_command(tmp_path):
+    rec = json.loads((R.result_path("part2_toy_fig2", "paper")).read_text())
+    fresh, recorded = C.CANARIES["part2_toy"].run(rec)
+    assert len(recorded) == 2 and C.compare(fresh, recorded, C.CANARIES["part2_toy"].tolerance).agrees
+    assert C.target(tmp_path / "part2_toy_fig2.json", rec).fn == "flprivacy.experiments.canary:run_registered"
