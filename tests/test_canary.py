@@ -176,3 +176,15 @@ def test_a_registered_canary_reruns_a_cheap_command(tmp_path):
     fresh, recorded = C.CANARIES["part2_toy"].run(rec)
     assert len(recorded) == 2 and C.compare(fresh, recorded, C.CANARIES["part2_toy"].tolerance).agrees
     assert C.target(tmp_path / "part2_toy_fig2.json", rec).fn == "flprivacy.experiments.canary:run_registered"
+
+
+def test_a_verified_point_is_reused_by_a_resumed_run(files):
+    path, point_path = files
+    pt = P.Point("seed=0", FN, tuple(ARGS))
+    assert P.load_point(point_path, pt, "quick") is None  # stale: run_one 'changed' since the run
+    C.verify(path)
+    assert P.load_point(point_path, pt, "quick") is not None
+    rec = _load(point_path)  # a code change after the verification: stale again
+    rec["verifications"][-1]["source_units"] = _edit_unit(rec["verifications"][-1]["source_units"], OWN, "run_one")
+    point_path.write_text(json.dumps(rec))
+    assert P.load_point(point_path, pt, "quick") is None
