@@ -114,9 +114,9 @@ test-seeds: install
 	done
 
 # Every paper-scale result of Diana et al. and Xu & Neglia, resumable (a current result file is
-# skipped; see flprivacy/experiments/reproduce.py). JOBS commands at a time, one core each.
+# skipped; see flbook/experiments/reproduce.py). JOBS commands at a time, one core each.
 reproduce: install
-	$(BIN)/python -m flprivacy.experiments.reproduce --jobs $${JOBS:-2}
+	$(BIN)/python -m flbook.experiments.reproduce --jobs $${JOBS:-2}
 
 deploy-demo: $(STAMP)
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m flprivacy.flower_deploy

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from flprivacy.experiments import part4_architectures as pa
-from flprivacy.ledger import wilson_architectures as wa
+from flbook.experiments import part4_architectures as pa
+from flbook.ledger import wilson_architectures as wa
 from flprivacy.models import FLModel, ResNet9, resnet9
 
 

@@ -204,7 +204,7 @@ def test_fused_weighted_loss_equals_the_per_layer_form(dtype):
     target = torch.randn(d, dtype=dtype) * 1e-3
     tol = (2 * math.ceil(math.log2(d)) + 4) * torch.finfo(dtype).eps / 2
     assert dtype == torch.float32 or tol < 1e-6
-    from flprivacy.ledger.song import TABLE_III
+    from flbook.ledger.song import TABLE_III
 
     for Q in (awa.AWAWeights(), awa.AWAWeights(**TABLE_III["case 1"]),
               awa.AWAWeights(q_cv=3.0, q_bn=7.0, q_fc=2.0, q_en=50.0, p_mean=0.5, p_var=0.5)):
@@ -371,7 +371,7 @@ def test_table4_records_f1_and_the_best_trial():
     """awa_table4's record of a BO: f(1) is the enqueued trial's value, f_best the minimum over the
     trials with its Q, and the two booleans follow from them (and are each other's negation while
     Q = 1 is a trial: Optuna keeps the first of tied trials)."""
-    from flprivacy.experiments.awa_table4 import bo_summary
+    from flbook.experiments.awa_table4 import bo_summary
 
     m, th, thn, kw = _case1_problem()
     res = awa.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=2, trial_iterations=3, seed=4, **kw)
@@ -418,8 +418,8 @@ def test_diagnostics_baselines_are_the_library_attacks():
     """The diagnostics' baseline rows are dlg_attack and awa_attack step for step: same images and
     objective to float64 rounding; the variants change one thing each."""
     from flprivacy.config import child_seed
-    from flprivacy.experiments import awa_diagnostics as diag
-    from flprivacy.ledger.song import TABLE_III
+    from flbook.experiments import awa_diagnostics as diag
+    from flbook.ledger.song import TABLE_III
 
     m, (X, y) = cnn64(), data()
     th = m.init_params(0)
@@ -457,7 +457,7 @@ def test_diagnostics_baselines_are_the_library_attacks():
 
 def test_global_ssim_is_the_papers_formula():
     """Song §5.1's SSIM with one window: 1 for identical images; by hand on a 2-pixel image."""
-    from flprivacy.experiments.awa_diagnostics import global_ssim
+    from flbook.experiments.awa_diagnostics import global_ssim
 
     x = torch.rand(2, 3, 5, 5, generator=torch.Generator().manual_seed(0))
     assert torch.allclose(global_ssim(x, x), torch.ones(2, dtype=torch.float64), atol=1e-12)
@@ -471,7 +471,7 @@ def test_global_ssim_is_the_papers_formula():
 
 
 def test_eval_batchnorm_is_a_fresh_models_eval_mode():
-    from flprivacy.experiments.awa_diagnostics import _EvalBatchNorm, make_model
+    from flbook.experiments.awa_diagnostics import _EvalBatchNorm, make_model
 
     bn = nn.BatchNorm2d(4)
     with torch.no_grad():
@@ -492,8 +492,8 @@ def test_eval_batchnorm_is_a_fresh_models_eval_mode():
 def test_resnet18_grid_and_images():
     """The grid holds every Table IV cell at the three models (no DLG in case 4, Table IV's dash), the
     costliest runs first; images survive the 8-bit round trip to half a grey level."""
-    from flprivacy.experiments import awa_table4_resnet18 as t4
-    from flprivacy.ledger.song import TABLE_IV
+    from flbook.experiments import awa_table4_resnet18 as t4
+    from flbook.ledger.song import TABLE_IV
 
     runs = t4.grid()
     cells = sum(v is not None for c in TABLE_IV.values() for v in c.values())
@@ -513,9 +513,9 @@ def test_resnet18_bo_is_resumable(monkeypatch, tmp_path):
     """``--bo``: our BO at a grid cell keeps its study in SQLite; Q = 1 (DLG's loss) is the first trial
     and the summary compares with it; a second call with more trials resumes (the first trials
     are not rerun: same values) and adds only the missing ones."""
-    from flprivacy.experiments import awa_table4_resnet18 as t4
+    from flbook.experiments import awa_table4_resnet18 as t4
 
-    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
     # the plumbing, not ResNet-18 (the GPU runs): a small CNN for the 32x32 client images keeps the test fast
     monkeypatch.setattr(t4, "make_model", lambda name: FLModel(SmallCNN(3, 10, 32, width=4), "cross_entropy"))
     tiny = dict(n_trials=2, n_startup_trials=1, iterations=1, trial_iterations=1, prune=False, report_every=1)
@@ -550,7 +550,7 @@ def test_diagnostics_inverting_gradients_tricks(monkeypatch):
     from dataclasses import replace
 
     from flprivacy.attacks.inversion import total_variation, update_distance
-    from flprivacy.experiments import awa_diagnostics as diag
+    from flbook.experiments import awa_diagnostics as diag
 
     m, (X, y) = cnn64(), data()
     th = m.init_params(0)
@@ -614,7 +614,7 @@ def test_keep_freed_memory_reuses_blocks_and_changes_no_number():
 
     code = """
 import json, resource, sys, torch
-from flprivacy.experiments import keep_freed_memory
+from flbook.experiments import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "keep" else None
 g = torch.Generator().manual_seed(0)
 w = torch.randn(2048, generator=g)
@@ -650,7 +650,7 @@ def test_trace_scores_the_dummy_without_changing_the_attack():
     """``run_variant(trace_every=k)`` (Song Figs. 3-4's curves) scores the dummy every k Adam
     iterations and at the last: the same images and objective as without the trace, the last point
     equal to the final scores, and the scoring's seconds kept out of the attack's."""
-    from flprivacy.experiments import awa_diagnostics as diag
+    from flbook.experiments import awa_diagnostics as diag
 
     m, (X, y) = cnn64(), data()
     th = m.init_params(0)
@@ -674,10 +674,10 @@ def test_resnet18_curves_are_the_grid_cell_and_resume(monkeypatch, tmp_path):
     """``awa_curves_resnet18``: one file per (model, case) holding the curve; a finished curve with
     the same budget and spacing is skipped, another budget is rerun. (A small CNN stands in for
     ResNet-18, as in the BO test: the plumbing, not the GPU runs.)"""
-    from flprivacy.experiments import awa_curves_resnet18 as fc
-    from flprivacy.experiments import awa_table4_resnet18 as t4
+    from flbook.experiments import awa_curves_resnet18 as fc
+    from flbook.experiments import awa_table4_resnet18 as t4
 
-    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
     monkeypatch.setattr(t4, "make_model", lambda name: FLModel(SmallCNN(3, 10, 32, width=4), "cross_entropy"))
     fc.main(["--models", "resnet18-sigmoid", "--cases", "1", "--iterations", "4", "--every", "2"])
     path = tmp_path / "awa_curves_resnet18" / "resnet18-sigmoid_case1.json"

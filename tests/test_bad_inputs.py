@@ -54,7 +54,7 @@ import torch
 import flprivacy
 
 # ---- the public API -------------------------------------------------------------------------------------
-PRIVATE_MODULES = ("flprivacy.experiments",)  # command-line scripts: their arguments are tested in test_reliability
+PRIVATE_MODULES = ("flbook.experiments",)  # command-line scripts: their arguments are tested in test_reliability
 OPTIONAL_MODULES = {"flprivacy.flower": "flwr"}  # module -> the optional extra it needs (pip install flprivacy[flower])
 
 

@@ -1,4 +1,4 @@
-"""Re-verification by a canary (flprivacy.experiments.canary): a file stale because code changed
+"""Re-verification by a canary (flbook.experiments.canary): a file stale because code changed
 stays current while a cheap re-computation with today's code agrees with its numbers, and only
 while that verification is itself current; leaf-by-leaf comparison rules."""
 
@@ -8,13 +8,13 @@ import math
 
 import pytest
 
-from flprivacy.experiments import canary as C
-from flprivacy.experiments import points as P
-from flprivacy.experiments import reproduce as R
+from flbook.experiments import canary as C
+from flbook.experiments import points as P
+from flbook.experiments import reproduce as R
 
-FN = "flprivacy.experiments.part2_toy:run_one"
+FN = "flbook.experiments.part2_toy:run_one"
 ARGS = [0, 256, 0.1, "per-client"]  # one toy FedAvg run of 300 rounds: a second of CPU
-OWN = "flprivacy/experiments/part2_toy.py"
+OWN = "flbook/experiments/part2_toy.py"
 
 
 def _edit_unit(units: dict, rel: str, name: str) -> dict:
@@ -28,7 +28,7 @@ def computed():
     """The point computed once in this process (the 'run'), and once by the canary's fresh process."""
     run = P._call(FN, ARGS)
     target = C.Target("point seed=0", FN, ARGS, [C._entry_of(FN)], C.DEFAULT_TOLERANCE)
-    fresh = C._run_fresh(target, {"scale": "quick", "command": "python -m flprivacy.experiments.part2_toy"})
+    fresh = C._run_fresh(target, {"scale": "quick", "command": "python -m flbook.experiments.part2_toy"})
     return run, fresh
 
 
@@ -43,7 +43,7 @@ def files(tmp_path, computed, monkeypatch):
              "date": "2026-12-01T00:00:00+00:00", "commit": "abc", "cpu_seconds": run["cpu_seconds"],
              "wall_seconds": run["wall_seconds"], "sources": run["sources"], "source_units": units,
              "data": run["data"]}
-    record = {"name": "demo", "command": "python -m flprivacy.experiments.part2_toy", "scale": "quick",
+    record = {"name": "demo", "command": "python -m flbook.experiments.part2_toy", "scale": "quick",
               "date": "2026-12-01T01:00:00+00:00", "commit": "abc", "sources": run["sources"], "source_units": units,
               "data": {"rows": [1, 2], "points_record": {"points": 1, "point_commits": ["abc"]}}}
     (tmp_path / "points" / "demo").mkdir(parents=True)
@@ -124,7 +124,7 @@ def test_a_command_mismatch_is_never_reverified(files, monkeypatch, capsys):
     C.verify(path)
     assert R.record_status(_load(path), "part2_toy")[0]
     monkeypatch.setattr(R, "result_path", lambda name, scale_=None: path)
-    monkeypatch.setattr("flprivacy.experiments.result_path", lambda name, scale_=None: path)
+    monkeypatch.setattr("flbook.experiments.result_path", lambda name, scale_=None: path)
     other = R.Job("demo", "part2_toy", ("--seeds", "3"), scale="quick")
     current, why = R.status(other)
     assert not current and "another command" in why
@@ -175,7 +175,7 @@ def test_a_registered_canary_reruns_a_cheap_command(tmp_path):
     rec = json.loads((R.result_path("part2_toy_fig2", "paper")).read_text())
     fresh, recorded = C.CANARIES["part2_toy"].run(rec)
     assert len(recorded) == 2 and C.compare(fresh, recorded, C.CANARIES["part2_toy"].tolerance).agrees
-    assert C.target(tmp_path / "part2_toy_fig2.json", rec).fn == "flprivacy.experiments.canary:run_registered"
+    assert C.target(tmp_path / "part2_toy_fig2.json", rec).fn == "flbook.experiments.canary:run_registered"
 
 
 def test_a_verified_point_is_reused_by_a_resumed_run(files):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from flprivacy import config
-from flprivacy.experiments import load_result, result_path, save_result
+from flbook.experiments import load_result, result_path, save_result
 
 
 def test_base_seed_default_and_override(monkeypatch):
@@ -38,7 +38,7 @@ def test_old_names_are_refused_naming_the_new_one(monkeypatch):
 
 
 def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
-    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
     monkeypatch.setenv("FLPRIVACY_SCALE", "quick")
     quick = save_result("demo", {"x": 1}, seeds=[3])
     assert quick.name == "demo_quick.json" and not (tmp_path / "demo.json").exists()
@@ -56,14 +56,14 @@ def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_pa
     """A run of hours records the code it imported, not a commit made while it ran."""
     from flprivacy import experiments
 
-    fresh = subprocess.run([sys.executable, "-c", "import flprivacy.experiments as e; "
+    fresh = subprocess.run([sys.executable, "-c", "import flbook.experiments as e; "
                             "print(e.git_commit.cache_info().currsize)"], capture_output=True, text=True, check=True)
     assert fresh.stdout.strip() == "0"  # a chapter that only reads results never runs git
     as_command = subprocess.run([sys.executable, "-c", "import sys; sys.orig_argv = ['python', '-m', "
-                                 "'flprivacy.experiments.part2_toy']; import flprivacy.experiments as e; "
+                                 "'flbook.experiments.part2_toy']; import flbook.experiments as e; "
                                  "print(e.git_commit.cache_info().currsize)"], capture_output=True, text=True, check=True)
     assert as_command.stdout.strip() == "1"  # a command reads it when the package is imported, before any run
-    assert experiments.started_as_command(["python", "-m", "flprivacy.experiments.part3_table1", "--seeds", "0"])
+    assert experiments.started_as_command(["python", "-m", "flbook.experiments.part3_table1", "--seeds", "0"])
     assert not experiments.started_as_command(["python", "-m", "ipykernel_launcher", "-f", "x.json"])
     real_run = subprocess.run
 
@@ -73,7 +73,7 @@ def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_pa
         return real_run(args, *a, **k)
 
     monkeypatch.setattr(experiments.subprocess, "run", run)
-    monkeypatch.setattr("flprivacy.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
     record = json.loads(save_result("demo", {"x": 1}, seeds=[0]).read_text())
     assert record["commit"] == experiments.git_commit()
 

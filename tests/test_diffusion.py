@@ -308,7 +308,7 @@ def test_committed_weights_load_with_their_hash():
 
 
 def test_train_command_records_its_provenance(tmp_path):
-    from flprivacy.experiments import train_ddpm
+    from flbook.experiments import train_ddpm
 
     with pytest.raises(SystemExit) as e:
         train_ddpm.main(["--steps", "-1"])
@@ -368,7 +368,7 @@ def test_lpips_digits_resizes_and_pairs():
 
 
 def test_fig7_verdict_reads_the_papers_claim():
-    from flprivacy.ledger import wilson as W
+    from flbook.ledger import wilson as W
 
     assert W.lpips_gain(0.4, 0.3) == pytest.approx(25.0)
     assert W.fig7_verdict(0.4, 0.3).status == "reproduced"  # 25%: inside 20-30%
@@ -392,7 +392,7 @@ def _diag_record():
 
 
 def test_diagnostics_numbers_average_over_seeds_and_cases():
-    from flprivacy.ledger import wilson as W
+    from flbook.ledger import wilson as W
 
     d = W.diagnostics_numbers(_diag_record())
     assert d["prior"][(2, 0.0)]["ddrm"]["ssim"] == pytest.approx(0.75) and d["prior"][(2, 0.0)]["n"] == 2
@@ -402,7 +402,7 @@ def test_diagnostics_numbers_average_over_seeds_and_cases():
 
 
 def test_fig7_investigation_rows_and_verdicts():
-    from flprivacy.ledger import wilson as W
+    from flbook.ledger import wilson as W
 
     raw = dict(ssim=0.4, psnr=12.0, lpips=0.4, ssim_peers=0.39, lpips_peers=0.41)
     case = dict(K=2, raw=raw, ddrm=dict(raw, ssim=0.38, lpips=0.3), mde_picked=raw, mde_last=raw,

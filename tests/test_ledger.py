@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from flprivacy import ledger as L
-from flprivacy.ledger import referee as R
+from flbook.ledger import referee as R
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -82,7 +82,7 @@ def test_rules_reject_bad_input(call, err):
 
 
 def test_provenance_marks_old_and_dirty_records():
-    ok = {"command": "python -m flprivacy.experiments.x", "commit": "abc", "scale": "paper", "seeds": [0], "date": "d"}
+    ok = {"command": "python -m flbook.experiments.x", "commit": "abc", "scale": "paper", "seeds": [0], "date": "d"}
     assert L.provenance_of(ok)["provenance"] == "complete"
     assert L.provenance_of({**ok, "commit": "abc+dirty"})["provenance"] == "made from an uncommitted tree"
     assert L.provenance_of({**ok, "commit": None})["provenance"] == "made before provenance"
@@ -114,7 +114,7 @@ def test_committed_ledger_is_a_fresh_build(built):
         a, b = json.loads(committed), json.loads(fresh)
         diff = [r["result_id"] for r, s in zip(a["rows"], b["rows"]) if r != s][:5]
         pytest.fail(f"book/results/ledger.json is stale ({len(a['rows'])} vs {len(b['rows'])} rows; first differing "
-                    f"rows {diff}); rebuild it with `python -m flprivacy.ledger` and commit it")
+                    f"rows {diff}); rebuild it with `python -m flbook.ledger` and commit it")
 
 
 def test_every_paper_has_its_results(built):
@@ -188,11 +188,11 @@ def test_no_typed_verdicts_in_code(nb_path: Path):
             body = lit.strip("rbfuRBFU").strip("'\"")
             if VERDICT.search(body) and body.strip().lower() not in L.STATUSES:
                 bad.append(f"cell {i}: {lit[:80]}")
-    assert not bad, f"{nb_path.name}: typed verdicts (use flprivacy.ledger's rules or ledger.table): {bad}"
+    assert not bad, f"{nb_path.name}: typed verdicts (use flbook.ledger's rules or ledger.table): {bad}"
 
 
 def test_grad_rows_say_which_relaxation_their_file_ran():
-    from flprivacy.ledger.diana import grad_relaxation_reason
+    from flbook.ledger.diana import grad_relaxation_reason
 
     authors = grad_relaxation_reason({"data": {"settings": {"grad_relaxation": "input", "grad_sampler": "sigmoid"}}})
     old = grad_relaxation_reason({"data": {"settings": {"lr": 1.0}}})  # made before the settings named it
@@ -201,7 +201,7 @@ def test_grad_rows_say_which_relaxation_their_file_ran():
 
 
 SECTION_WORDS = {"paper": "paper's data", "stand-in": "stand-in data", "apart": "kept apart"}
-"""The README's words for each section of :data:`flprivacy.ledger.referee.SECTIONS`."""
+"""The README's words for each section of :data:`flbook.ledger.referee.SECTIONS`."""
 
 
 def test_readme_counts_are_the_committed_ledgers():

@@ -1,4 +1,4 @@
-"""``flprivacy.ledger.diana``: the later part's row replaces the earlier one's, a part that fails to
+"""``flbook.ledger.diana``: the later part's row replaces the earlier one's, a part that fails to
 import raises, and the note on which relaxation of eq. 2 a file ran goes on exactly the Table 1-3
 Grad cells that are not reproduced and whose file is committed. The mutants these tests catch are
 in ``tests/mutants/ledger_diana.py``."""
@@ -10,8 +10,8 @@ import types
 
 import pytest
 
-from flprivacy.ledger import Row
-from flprivacy.ledger import diana as D
+from flbook.ledger import Row
+from flbook.ledger import diana as D
 
 AUTHORS = {"data": {"settings": {"grad_relaxation": "input", "grad_sampler": "sigmoid"}}}
 
@@ -102,7 +102,7 @@ def test_a_parts_added_claim_rows_follow_its_rows_and_later_parts_still_replace_
 
 
 def test_the_referee_asks_the_later_part_first(monkeypatch):
-    from flprivacy.ledger.referee import COUNTS, Count
+    from flbook.ledger.referee import COUNTS, Count
 
     real = importlib.import_module
     parts = {"a": types.SimpleNamespace(made_here=lambda r: True, count_row=lambda r: Count(cause="compute")),
@@ -121,7 +121,7 @@ def test_the_referee_asks_the_later_part_first(monkeypatch):
 def test_every_diana_row_is_claimed_by_the_part_that_makes_it():
     """diana_aia's ``made_here`` never claims a row of diana_sensitivity (Fig. 3, App. C.2-C.3) or of
     diana_reconstruction (Part II), so ``referee`` reaches the right part in any order."""
-    from flprivacy.ledger import diana_aia, diana_reconstruction
+    from flbook.ledger import diana_aia, diana_reconstruction
 
     aia = {r.result_id for r in [*diana_aia.rows(), *diana_aia.referee_claim_rows()]}
     for r in diana_reconstruction.rows():

@@ -1,4 +1,4 @@
-"""The rules behind Diana et al.'s Part III rows of the ledger (flprivacy.ledger.diana_aia), on
+"""The rules behind Diana et al.'s Part III rows of the ledger (flbook.ledger.diana_aia), on
 constructed result records at each rule's edges: a table cell within max(3 points, the paper's
 std), §5.3's gains with the sizes the paper states, Prop. 1 counted at rounding, Fig. 1's coin
 flip within 3 standard errors, Fig. 3's trends with a 1-point margin and Grad at E = 5 within 5
@@ -11,10 +11,10 @@ import math
 
 import pytest
 
-from flprivacy.ledger import diana_aia as D
+from flbook.ledger import diana_aia as D
 
 def _rec(name: str, data: dict, seeds=(0, 1, 2)) -> dict:
-    return {"name": name, "scale": "paper", "seeds": list(seeds), "command": f"python -m flprivacy.experiments.{name}",
+    return {"name": name, "scale": "paper", "seeds": list(seeds), "command": f"python -m flbook.experiments.{name}",
             "commit": "abc", "date": "2026-11-28", "data": data}
 
 
@@ -191,10 +191,10 @@ def test_fig3_heterogeneity_rises(monkeypatch, key):
     assert _by_id(D._fig3_rows())[rid].status == "not reproduced"
 
 
-# ---- the referee (flprivacy.ledger.referee): how each row counts, and the rows added for stated claims -------------------
+# ---- the referee (flbook.ledger.referee): how each row counts, and the rows added for stated claims -------------------
 
-from flprivacy.ledger import Row  # noqa: E402
-from flprivacy.ledger import referee as R  # noqa: E402
+from flbook.ledger import Row  # noqa: E402
+from flbook.ledger import referee as R  # noqa: E402
 
 
 def _seeded(paper: dict[str, tuple[float, float]], per_seed: dict[str, list[float]] | None = None) -> dict:
@@ -331,7 +331,7 @@ def test_new_claim_rows_from_constructed_files(monkeypatch):
 def test_every_row_of_this_part_counts_on_the_committed_files():
     """Every row this part makes (with the stated claims that had no row) is made here, counts, and a
     row on the synthetic census says what stood in for what."""
-    from flprivacy.ledger import diana
+    from flbook.ledger import diana
 
     rows = [r for r in diana.rows() if D.made_here(r)]
     ids = {r.result_id for r in rows}

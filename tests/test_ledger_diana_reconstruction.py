@@ -1,5 +1,5 @@
 """The rules behind Diana et al.'s Part II rows read from result files
-(flprivacy.ledger.diana_reconstruction): Theorem 1 (eq. 18 in a 1 - δ fraction of the mini-batch
+(flbook.ledger.diana_reconstruction): Theorem 1 (eq. 18 in a 1 - δ fraction of the mini-batch
 trials, the error falling with B, the rates O(1/√n_c) and O(η) as log-log slopes within 0.3),
 Fig. 2 and App. B.3, App. C.1. Each test builds a record with the fields the command saves and
 numbers whose answer is known in closed form (a power law has its exponent as log-log slope);
@@ -11,13 +11,13 @@ import math
 
 import pytest
 
-from flprivacy.ledger import diana_reconstruction as D
+from flbook.ledger import diana_reconstruction as D
 
 S_C = 256
 
 
 def _rec(name: str, data: dict, scale: str = "paper") -> dict:
-    return {"name": name, "scale": scale, "seeds": [0, 1], "command": f"python -m flprivacy.experiments.{name}",
+    return {"name": name, "scale": scale, "seeds": [0, 1], "command": f"python -m flbook.experiments.{name}",
             "commit": "abc", "date": "2026-11-28", "data": data}
 
 
@@ -162,7 +162,7 @@ def test_c1_ties_within_rounding_only():
 
 
 def test_referee_counts_the_part2_rows():
-    from flprivacy.ledger import referee as R
+    from flbook.ledger import referee as R
 
     rows = D.rows()
     assert [r.result_id for r in rows] == list(D.reconstruction_row_ids())
@@ -177,6 +177,6 @@ def test_referee_counts_the_part2_rows():
     for r in rows:  # every row is a valid ledger entry, none on stand-in data
         e = R.judge(r, counts[r.result_id])
         assert not e.stand_in and e.section in ("paper", "apart")
-    from flprivacy.ledger import diana
+    from flbook.ledger import diana
 
     assert diana.referee(rows[0]) == alg3

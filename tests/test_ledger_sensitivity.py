@@ -1,4 +1,4 @@
-"""The ledger's rules for Diana et al.'s Fig. 3 and App. C.2-C.3 (flprivacy.ledger.diana_sensitivity),
+"""The ledger's rules for Diana et al.'s Fig. 3 and App. C.2-C.3 (flbook.ledger.diana_sensitivity),
 on constructed sweeps whose verdicts follow from the margins' formula by hand."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from flprivacy.ledger import diana, diana_sensitivity as DS
+from flbook.ledger import diana, diana_sensitivity as DS
 
 N = 10_000  # rows attacked per seed
 
@@ -133,7 +133,7 @@ def test_the_sensitivity_rows_replace_diana_aias_old_ones():
 def test_fig4_row_keeps_the_decided_verdict_and_shows_the_other_rows(monkeypatch):
     """diana_sensitivity.fig4_row replaces diana_aia's Fig. 4 row of the same id: same verdict (active-50 Ours'
     mean rho against the no-relation level), and the text gives passive Ours' and Model-w-O's trends."""
-    from flprivacy.ledger import diana_aia
+    from flbook.ledger import diana_aia
 
     def record(active: float, oracle: float) -> dict:
         return {"name": "part3_fig4_synthetic", "scale": "paper", "command": "x", "date": "d", "seeds": [0, 1, 2],
@@ -174,7 +174,7 @@ def test_slightly_needs_the_direction_beyond_noise_and_at_most_five_points():
 
 
 def test_referee_counts_every_row_as_stand_in():
-    from flprivacy.ledger import referee as R
+    from flbook.ledger import referee as R
 
     rows = DS.rows()
     assert all(DS.made_here(r) for r in rows)

@@ -1,4 +1,4 @@
-"""The rules that decide Song et al. 2025's rows in the ledger (flprivacy.ledger.song), each at its
+"""The rules that decide Song et al. 2025's rows in the ledger (flbook.ledger.song), each at its
 edge, on made-up runs: Figs. 3-4 and BO's Q* against Q = 1 (quick model), §5.2's ordering of the
 attacks and its case-4 PSNR sentence, a controlled experiment's cell, which cases count as fully
 run; and the live checks of §3, eq. 19-30 and eq. 39 that the propositions' rows read.
@@ -14,8 +14,8 @@ import copy
 import pytest
 
 from flprivacy.attacks import awa
-from flprivacy.experiments import result_path
-from flprivacy.ledger import song as S
+from flbook.experiments import result_path
+from flbook.ledger import song as S
 
 
 def _curve(ssims, step=500):
@@ -393,7 +393,7 @@ def _relu_files(top=0.05):
 
 
 def test_song_undecidable_where_every_run_compared_is_below_the_nontrivial_ssim():
-    from flprivacy.ledger.referee import NONTRIVIAL_SSIM
+    from flbook.ledger.referee import NONTRIVIAL_SSIM
 
     fails = _relu_files(top=NONTRIVIAL_SSIM - 1e-3)
     for rid in ("Song §5.2 AWA highest PSNR and SSIM in every case", "Song §5.2 case 4 PSNR comparable to cases 1-3",
@@ -409,7 +409,7 @@ def test_song_undecidable_where_every_run_compared_is_below_the_nontrivial_ssim(
 
 
 def _row(rid, status="not reproduced", file="awa_table4_resnet18/resnet18_case1_DLG.json"):
-    from flprivacy.ledger import Row
+    from flbook.ledger import Row
 
     return Row(paper=S.PAPER, result_id=rid, claim="c", paper_value="p", ours="o", status=status,
                reason="" if status == "reproduced" else "r", chapter=S.CHAPTER, data="real", file=file,
@@ -447,7 +447,7 @@ def test_song_count_row_duplicates_controls_stand_ins_and_causes():
 
 @pytest.fixture(scope="module")
 def song_entries():
-    from flprivacy.ledger import referee as R
+    from flbook.ledger import referee as R
 
     rows = S.rows() + S.referee_claim_rows()
     return {r.result_id: R.judge(r, S.referee(r)) for r in rows}

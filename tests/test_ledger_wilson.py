@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from flprivacy.ledger import wilson_architectures as WA
-from flprivacy.ledger import wilson_fedinverse as WF
-from flprivacy.ledger import wilson_rog as WR
+from flbook.ledger import wilson_architectures as WA
+from flbook.ledger import wilson_fedinverse as WF
+from flbook.ledger import wilson_rog as WR
 
 RAW = dict(ssim=0.4, psnr=12.0, lpips=0.3, recognised=0.7)
 
@@ -200,9 +200,9 @@ def test_exact_row_is_the_quick_file_at_one_local_iteration_without_batchnorm(ar
 
 
 # ---- the referee's margins and counts (ledger/wilson.py, wilson_architectures.py, wilson_rog.py) ----
-from flprivacy.ledger import Row  # noqa: E402
-from flprivacy.ledger import referee as R  # noqa: E402
-from flprivacy.ledger import wilson as W  # noqa: E402
+from flbook.ledger import Row  # noqa: E402
+from flbook.ledger import referee as R  # noqa: E402
+from flbook.ledger import wilson as W  # noqa: E402
 
 
 def _factor_record(pairs):

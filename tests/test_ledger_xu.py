@@ -1,4 +1,4 @@
-"""The rules that decide Xu & Neglia 2021's rows in the ledger (flprivacy.ledger.xu_neglia), each at
+"""The rules that decide Xu & Neglia 2021's rows in the ledger (flbook.ledger.xu_neglia), each at
 its edge, on made-up inputs: Fig. 1's numbers and claims (panels a-c, §5's batch sentence), the Adult
 sizes and row count, §4's Table 1 claims (the decoded range, client 3's gain), the lower bound's
 counts, Observation 1's check and the affine map's.
@@ -14,7 +14,7 @@ import statistics
 
 import pytest
 
-from flprivacy.ledger import xu_neglia as X
+from flbook.ledger import xu_neglia as X
 
 
 def _fig1_data(loss=None, decoded=None, last=None, dist=None, seeds=(0, 1)):
@@ -292,8 +292,8 @@ def test_live_cost_exponent_is_cubic_ish():
 
 
 def test_referee_counts_table1_means_and_roles_not_per_client_cells():
-    from flprivacy.ledger import referee as R
-    from flprivacy.ledger import row
+    from flbook.ledger import referee as R
+    from flbook.ledger import row
 
     def count(rid, **kw):
         r = row(paper=X.PAPER, result_id=rid, claim="", paper_value="", ours="", verdict=R.Verdict("not reproduced", "x"),
@@ -315,7 +315,7 @@ def test_referee_counts_table1_means_and_roles_not_per_client_cells():
 def test_committed_rows_count_as_the_referee_says():
     """On the committed result files: 30 per-client cells and the index-based client-3 claim apart,
     the role-based row counted, no Xu row 'not run'."""
-    from flprivacy.ledger import referee as R
+    from flbook.ledger import referee as R
 
     entries = [R.judge(r, X.referee(r)) for r in X.rows()]
     apart = [e for e in entries if e.section == "apart"]

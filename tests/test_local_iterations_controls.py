@@ -1,8 +1,8 @@
-"""The controlled design of flprivacy.experiments.local_iterations_controls (Wilson et al. App. F)."""
+"""The controlled design of flbook.experiments.local_iterations_controls (Wilson et al. App. F)."""
 
 from __future__ import annotations
 
-from flprivacy.experiments import local_iterations_controls as L
+from flbook.experiments import local_iterations_controls as L
 
 
 def test_designs_fix_images_per_client_or_the_total():
@@ -28,9 +28,9 @@ def test_seeds_start_with_the_factor_chapters_live_seeds():
 
 
 def test_app_f_controls_gap_is_upper_minus_super_at_tau_8():
-    """flprivacy.ledger.wilson.app_f_controls on a made-up record: means over seeds at τ = 8 only, the
+    """flbook.ledger.wilson.app_f_controls on a made-up record: means over seeds at τ = 8 only, the
     gap is the upper bound's SSIM minus the super-client's, and fixed_N borrows fixed_B's K = 2."""
-    from flprivacy.ledger import wilson as W
+    from flbook.ledger import wilson as W
 
     def case(design, K, N, tau, variant, seed, ssim, err):
         return dict(design=design, K=K, N=N, tau=tau, variant=variant, seed=seed, ssim=ssim, replay_error=err)

@@ -14,7 +14,7 @@ import pytest
 import torch
 from matplotlib.image import imread
 
-from flprivacy.experiments.convert_lpips import ArraysOnlyUnpickler
+from flbook.experiments.convert_lpips import ArraysOnlyUnpickler
 from flprivacy.lpips import CONVERT_COMMAND, lpips, weights_path
 from flprivacy.weights import sha256_file as _sha256
 

@@ -211,7 +211,7 @@ def test_committed_gan_loads():
 
 
 def test_verdict_rule():
-    from flprivacy.experiments.wilson_fedinverse import verdict
+    from flbook.experiments.wilson_fedinverse import verdict
 
     def case(o, m, h):
         s = lambda v: dict(ssim=[v[0]], psnr=[v[1]], lpips=[v[2]])  # noqa: E731

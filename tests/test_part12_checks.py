@@ -108,13 +108,13 @@ def test_partial_participation_uses_renormalised_weights():
         assert torch.allclose(log.global_models[t + 1], log.global_models[t] + 0.7 * upd, rtol=0, atol=1e-12)
 
 
-# ---- the ledger's Part II rows (flprivacy.ledger.xu_neglia, .diana_reconstruction) -------------------------------
+# ---- the ledger's Part II rows (flbook.ledger.xu_neglia, .diana_reconstruction) -------------------------------
 
 
 def test_table1_rules_reproduce_the_paper_on_its_own_numbers():
     """§4's four claims, decided by the ledger's rules on Table 1 as printed, must all hold: a rule
     that rejects the paper's own numbers is a wrong rule (e.g. a gain threshold or a trend sign flipped)."""
-    from flprivacy.ledger.xu_neglia import PAPER_TABLE1, TABLE1_CLAIMS, table1_claims
+    from flbook.ledger.xu_neglia import PAPER_TABLE1, TABLE1_CLAIMS, table1_claims
 
     steps = sorted(PAPER_TABLE1)
     t = {"steps": steps, "clients": list(range(5)),
@@ -133,7 +133,7 @@ def test_table1_rules_reproduce_the_paper_on_its_own_numbers():
 
 def test_table1_numbers_means_per_client_and_over_clients():
     """Table 1's cells are means over runs of per-client accuracies (in %), the last column the mean of the five."""
-    from flprivacy.ledger.xu_neglia import table1_numbers
+    from flbook.ledger.xu_neglia import table1_numbers
 
     recs = [{"seed": s, "local_steps": 1, "client": c, "acc_last_returned": 0.1 * c + 0.01 * s,
              "acc_decoded": 0.5} for s in (0, 1) for c in range(5)]
@@ -148,8 +148,8 @@ def test_part2_ledger_live_checks():
     every ledger build)."""
     import time
 
-    from flprivacy.ledger import diana_reconstruction as D
-    from flprivacy.ledger import xu_neglia as X
+    from flbook.ledger import diana_reconstruction as D
+    from flbook.ledger import xu_neglia as X
 
     for fn in (X.exact_recovery_live, X.hard_instance_live, X.affine_mapping_live, D.alg3_live, D.lemma2_live):
         fn.cache_clear()

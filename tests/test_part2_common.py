@@ -16,7 +16,7 @@ from flprivacy.data.synthetic import nesterov_hard_instance
 from flprivacy.federation import LeastSquaresSGD
 from flprivacy.models import design
 from flprivacy.optimum import least_squares_optimum
-from flprivacy.experiments.part2_theorem1 import batched_replies, make_client, noise_scale
+from flbook.experiments.part2_theorem1 import batched_replies, make_client, noise_scale
 
 
 @pytest.mark.parametrize("kwargs", [dict(epochs=2, batch_size=7), dict(epochs=1), dict(steps=5, batch_size=16),

@@ -9,8 +9,8 @@ import torch
 from flprivacy import ClientData, LocalSGD, eavesdrop, logistic_regression, run_fedavg
 from flprivacy.attacks.reconstruction import (decode_mapping, follow_mapping, learned_mapping_reconstruction_batch,
                                               update_span)
-from flprivacy.experiments import part2_leaf_diagnostics as diag
-from flprivacy.experiments.part2_leaf import attack_seed, local_rule, rows_of
+from flbook.experiments import part2_leaf_diagnostics as diag
+from flbook.experiments.part2_leaf import attack_seed, local_rule, rows_of
 
 SMALL = {"local_unit": "steps", "rounds": 6, "local_steps": (1, 2),
          "mapping": {"hidden": 16, "fit_steps": 30, "decode_steps": 25}}
@@ -203,7 +203,7 @@ def test_probes_record_a_diverged_follow_as_none(small, monkeypatch):
 
 
 def test_table1_variants_rule():
-    from flprivacy.ledger.xu_neglia import _variants_sentence, table1_variants
+    from flbook.ledger.xu_neglia import _variants_sentence, table1_variants
 
     recs = []
     for v, dec in (("a", 0.75), ("b", 0.6)):
@@ -222,7 +222,7 @@ def test_table1_variants_rule():
 
 
 def test_follow_sentence():
-    from flprivacy.ledger.xu_neglia import _follow_sentence
+    from flbook.ledger.xu_neglia import _follow_sentence
 
     recs = [{"variant": "a", "acc_last_returned": 0.5, "acc_decoded": 0.6, "acc_follow_0.3": 0.4, "acc_follow_1.0": 0.55},
             {"variant": "a", "acc_last_returned": 0.7, "acc_decoded": 0.7, "acc_follow_0.3": 0.7, "acc_follow_1.0": 0.65},
@@ -236,7 +236,7 @@ def test_follow_sentence():
 
 
 def test_table1_numbers_ceiling():
-    from flprivacy.ledger.xu_neglia import table1_claims, table1_numbers
+    from flbook.ledger.xu_neglia import table1_claims, table1_numbers
 
     recs = [{"seed": seed, "local_steps": s, "client": c, "acc_last_returned": 0.8, "acc_decoded": 0.8,
              "acc_local_optimum": 0.99} for seed in (0, 1) for s in (1, 5, 10) for c in range(5)]
@@ -248,7 +248,7 @@ def test_table1_numbers_ceiling():
 
 
 def test_screen_draws_matches_the_paper_rows():
-    from flprivacy.ledger.xu_neglia import PAPER_TABLE1
+    from flbook.ledger.xu_neglia import PAPER_TABLE1
 
     out = diag.screen_draws(candidates=3, local_steps=(1, 5))
     assert sorted(r["data_seed"] for r in out) == [0, 1, 2]
@@ -310,7 +310,7 @@ def test_per_client_spread():
 
 
 def test_draws_sentence():
-    from flprivacy.ledger.xu_neglia import _draws_sentence
+    from flbook.ledger.xu_neglia import _draws_sentence
 
     fresh, fixed, first, second, third = list(diag.DRAWS)[:5]
     assert len(diag.DRAWS) == 2 + diag.SCREENED_DRAWS

@@ -17,8 +17,8 @@ from opacus.accountants.utils import get_noise_multiplier  # noqa: E402
 from flprivacy import ClientData, LocalSGD, linear_regression, mlp, run_fedavg  # noqa: E402
 from flprivacy.data.census import COW_GROUPS, encode_census_reduced, medical_task  # noqa: E402
 from flprivacy.defences import PAPER_CLIP_GRID, DPLocalSGD  # noqa: E402
-from flprivacy.experiments import part3_table2, part3_table3  # noqa: E402
-from flprivacy.ledger.diana_aia import PAPER_TABLE2, PAPER_TABLE3  # noqa: E402
+from flbook.experiments import part3_table2, part3_table3  # noqa: E402
+from flbook.ledger.diana_aia import PAPER_TABLE2, PAPER_TABLE3  # noqa: E402
 
 
 def _clients(n=(48, 40), p=3, seed=0, dtype=torch.float32):
@@ -181,7 +181,7 @@ def test_table2_settings_are_the_papers():
 def test_fig3_settings_follow_the_paper():
     from dataclasses import replace
 
-    from flprivacy.experiments import part3_fig3
+    from flbook.experiments import part3_fig3
 
     b = part3_fig3.PAPER_BASE
     assert part3_fig3.settings_for("batch_size", 1024, b).lr == 3e-6
@@ -199,7 +199,7 @@ def test_fig3_settings_follow_the_paper():
 
 def test_fig3_sweeps_group_the_runs_by_factor_value_and_seed(monkeypatch):
     """One pool for several factors: each (factor, value, seed) result lands in its own point."""
-    from flprivacy.experiments import part3_fig3
+    from flbook.experiments import part3_fig3
 
     def fake(factor, value, seed, source, threads=0):
         return {"rows": {"Model-w-O": 100.0 * (factor == "epochs") + float(value) + seed / 10}, "seconds": 1.0}
@@ -221,7 +221,7 @@ def test_fig3_sweeps_group_the_runs_by_factor_value_and_seed(monkeypatch):
 def test_tables_share_one_per_seed_loop_recording_runtime_and_data():
     from types import SimpleNamespace
 
-    from flprivacy.experiments import part3_pipeline, part3_table1
+    from flbook.experiments import part3_pipeline, part3_table1
 
     made = []
 

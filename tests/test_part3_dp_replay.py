@@ -16,7 +16,7 @@ from flprivacy.attacks.active import (AdamActive, simulate_adam_active, tune_ada
 from flprivacy.config import child_seed, generator  # noqa: E402
 from flprivacy.data.census import medical_task  # noqa: E402
 from flprivacy.defences import DPLocalSGD, dp_sgd_many  # noqa: E402
-from flprivacy.experiments import part3_pipeline, part3_table1, part3_table3, part3_table3_controls  # noqa: E402
+from flbook.experiments import part3_pipeline, part3_table1, part3_table3, part3_table3_controls  # noqa: E402
 from flprivacy.stack import LinearStack  # noqa: E402
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from flprivacy.data.census import encode_census, income_l_task, synthetic_census
-from flprivacy.experiments import part3_fig1, part3_pipeline, part3_table1
+from flbook.experiments import part3_fig1, part3_pipeline, part3_table1
 
 
 def test_table1_pipeline_gives_every_row():
@@ -50,14 +50,14 @@ def test_fig1_point(task):
 def test_spearman_matches_pandas_with_ties():
     import pandas as pd
 
-    from flprivacy.experiments import part3_fig4
+    from flbook.experiments import part3_fig4
 
     x, y = [3, 1, 4, 1, 5, 9, 2, 6], [2.0, 7.0, 1.0, 8.0, 2.0, 8.0, 1.0, 8.0]
     assert part3_fig4.spearman(x, y) == pytest.approx(pd.Series(x).corr(pd.Series(y), method="spearman"), abs=1e-12)
 
 
 def test_fig4_keeps_every_clients_accuracy_and_its_trend():
-    from flprivacy.experiments import part3_fig4
+    from flbook.experiments import part3_fig4
 
     task = income_l_task(0.4, n_synthetic=800, seed=0)
     s = replace(part3_table1.QUICK_SETTINGS["Income-L"], rounds=4, active_rounds=(3,), adam_trials=2, adam_batch=2,
@@ -79,7 +79,7 @@ def test_fig4_keeps_every_clients_accuracy_and_its_trend():
 
 
 def test_fig4_ledger_row_needs_a_negative_rho_beyond_the_no_relation_level():
-    from flprivacy.ledger.diana_aia import fig4_row
+    from flbook.ledger.diana_aia import fig4_row
 
     def rec(rho):
         return {"name": "part3_fig4_synthetic", "scale": "paper", "data": {"trend": {
@@ -95,8 +95,8 @@ def test_fig4_ledger_row_needs_a_negative_rho_beyond_the_no_relation_level():
 def test_fig4_grad_is_fig4_with_grad_seed_by_seed_and_resumes(tmp_path, monkeypatch):
     """part3_fig4_grad's record is part3_fig4.run(grad=True)'s, seed by seed from point files; a second
     call reads the points and computes nothing."""
-    from flprivacy.experiments import part3_fig4, part3_fig4_grad
-    from flprivacy.experiments import points as P
+    from flbook.experiments import part3_fig4, part3_fig4_grad
+    from flbook.experiments import points as P
 
     tiny = replace(part3_table1.QUICK_SETTINGS["Income-L"], task="Income-A", n_synthetic=800, rounds=4,
                    active_rounds=(3,), adam_trials=2, adam_batch=2, grad_learning_rates=(1e3,), grad_iterations=3,
@@ -118,9 +118,9 @@ def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tm
     pipeline does (same accuracies at every configuration, passive then active), point by point;
     its passive Ours is the pipeline's; the Grad accuracy the all-client rule gives each large
     client lies in her [lo, hi]; a second call reads the points and computes nothing."""
-    from flprivacy.experiments import part3_fig4, part3_fig4_large as L
-    from flprivacy.experiments import points as P
-    from flprivacy.experiments.part3_pipeline import gradient_aia_all
+    from flbook.experiments import part3_fig4, part3_fig4_large as L
+    from flbook.experiments import points as P
+    from flbook.experiments.part3_pipeline import gradient_aia_all
 
     tiny = replace(part3_table1.QUICK_SETTINGS["Income-L"], task="Income-A", n_synthetic=800, rounds=4,
                    active_rounds=(3,), adam_trials=2, adam_batch=2, grad_learning_rates=(1e3, 1e5),
@@ -154,7 +154,7 @@ def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tm
         assert c["lo"] <= whole["active-3/Grad"][c["client"]] <= c["hi"]
         assert c["lo"] <= whole["active-3/Grad-w-O"][c["client"]] <= c["hi"]
     # Grad's rule among the large clients is grad_rows on their merged results
-    from flprivacy.experiments.part3_pipeline import grad_rows
+    from flbook.experiments.part3_pipeline import grad_rows
     truths = [task.attribute.true_index(task.clients[c].X) for c in big]
     g, _, choice = grad_rows([merged[c] for c in big], truths, [sizes[c] for c in big],
                              list(range(len(merged[big[0]].round_sets))))
@@ -166,7 +166,7 @@ def test_fig4_large_attacks_the_large_clients_as_the_pipeline_and_bounds_grad(tm
 
 
 def test_fig4_method_rows_decide_grad_and_model_wo_and_the_large_clients():
-    from flprivacy.ledger.diana_aia import fig4_method_rows
+    from flbook.ledger.diana_aia import fig4_method_rows
 
     def rec(rho, sizes=(100, 30_000), grad_acc=(70.0, 52.0)):
         trend = {"level": -0.25, "clients": 51, "seeds": 1, "Model-w-O": {"rho": [rho], "mean_rho": rho},

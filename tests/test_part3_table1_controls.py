@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from flprivacy.experiments import part3_pipeline, part3_table1, part3_table1_controls
+from flbook.experiments import part3_pipeline, part3_table1, part3_table1_controls
 
 
 def _tiny(s):
@@ -40,7 +40,7 @@ def test_controls_rows_are_table1s_pipeline(monkeypatch):
 def test_ledger_reason_reads_the_controls(monkeypatch):
     """The "reaches Model-w-O" reason states the controls' numbers: per-client minus one-study
     accuracy, the longest attack's accuracy and the loss fractions (computed, not typed)."""
-    from flprivacy.ledger import diana_aia
+    from flbook.ledger import diana_aia
 
     def seed(acc1, acc50, acc200):
         return {"loss_last_returned": 10.0, "loss_model_wo": 0.01, "Model-w-O": 98.0, "attack": {
@@ -63,7 +63,7 @@ def test_ledger_reason_reads_the_controls(monkeypatch):
 
 
 def test_oracle_reason_states_both_oracles(monkeypatch):
-    from flprivacy.ledger import diana_aia
+    from flbook.ledger import diana_aia
 
     rec = {"data": {"task": "Income-L", "per_seed": [{"Model-w-O": 98.0, "Model-w-O (authors' code)": 88.0},
                                                      {"Model-w-O": 97.0, "Model-w-O (authors' code)": 90.0}]}}

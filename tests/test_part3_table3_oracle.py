@@ -12,7 +12,7 @@ pytest.importorskip("opacus")
 
 from flprivacy import mlp  # noqa: E402
 from flprivacy.config import child_seed  # noqa: E402
-from flprivacy.experiments import load_result, part3_pipeline, part3_table3, part3_table3_controls  # noqa: E402
+from flbook.experiments import load_result, part3_pipeline, part3_table3, part3_table3_controls  # noqa: E402
 from flprivacy.optimum import tuned_local_models  # noqa: E402
 
 TINY_ORACLE = {"quick": {"epochs": 2, "n_trials": 2}, "paper": {"epochs": 2, "n_trials": 2}}
@@ -91,7 +91,7 @@ def test_dp_oracle_sigma_grows_with_the_oracles_epochs():
 def test_ledger_reason_reads_the_dp_oracle_file(monkeypatch):
     """Table 3's Model-w-O reason states the three oracles' means and their distances to the
     paper's value, computed from the file (not typed); "" for a task without the file."""
-    from flprivacy.ledger import diana_aia
+    from flbook.ledger import diana_aia
 
     assert diana_aia.DP_ORACLE_FILES == {t: n for t, (_, n) in part3_table3_controls.ORACLE_TASKS.items()}
 

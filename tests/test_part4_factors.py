@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flprivacy.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, run_case
+from flbook.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, run_case
 
 
 def test_quick_grid_is_small_and_covers_every_factor(monkeypatch):
@@ -89,11 +89,11 @@ def test_upper_bound_replays_fedavg_and_the_super_client_does_not(data_file):
     assert sup["replay_error"] > 100 * sup["replay_rounding_bound"]
 
 
-# ---- the ledger's Wilson et al. rows (flprivacy.ledger.wilson) ------------------------------------------
+# ---- the ledger's Wilson et al. rows (flbook.ledger.wilson) ------------------------------------------
 
 
 def test_wilson_live_propositions_hold_with_their_dependences():
-    from flprivacy.ledger import wilson
+    from flbook.ledger import wilson
 
     live = wilson.live_propositions()
     eps = live["eps"]
@@ -109,7 +109,7 @@ def test_wilson_live_propositions_hold_with_their_dependences():
 
 
 def test_wilson_rows_cover_every_result_once():
-    from flprivacy.ledger import wilson
+    from flbook.ledger import wilson
 
     rows = wilson.rows()
     ids = [r.result_id for r in rows]
@@ -128,7 +128,7 @@ def test_wilson_rows_cover_every_result_once():
 
 
 def _factor_status(record) -> dict[str, str]:
-    from flprivacy.ledger import wilson
+    from flbook.ledger import wilson
 
     return {r.result_id: r.status for r in wilson._factor_rows(record)}
 
@@ -137,7 +137,7 @@ def test_wilson_factor_rows_follow_the_numbers():
     """The rows' verdicts are the rules applied to the file: change the numbers, the verdict follows."""
     import copy
 
-    from flprivacy.experiments import load_result
+    from flbook.experiments import load_result
 
     rec = load_result("part4_factors")
     rising = copy.deepcopy(rec)  # quality that improves with K contradicts Fig. 5
@@ -169,8 +169,8 @@ def test_wilson_factor_rows_follow_the_numbers():
 def test_wilson_ablation_rows_follow_the_direction_of_the_change():
     import copy
 
-    from flprivacy.experiments import load_result
-    from flprivacy.ledger import wilson
+    from flbook.experiments import load_result
+    from flbook.ledger import wilson
 
     abl = load_result("diffusion_ablation", "quick")
     for delta, want in ((+0.05, "reproduced"), (-0.05, "not reproduced")):

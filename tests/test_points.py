@@ -1,4 +1,4 @@
-"""Resumable runs (flprivacy.experiments.points, part3_points): a finished point is kept and reused
+"""Resumable runs (flbook.experiments.points, part3_points): a finished point is kept and reused
 while its function, arguments, scale and library code are unchanged, and a command assembled from
 points gives the numbers of the command it resumes (Fig. 3's sweep, Table 3's run)."""
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from flprivacy.experiments import points as P
+from flbook.experiments import points as P
 
 
 @pytest.fixture
@@ -24,15 +24,15 @@ def test_a_finished_point_is_written_with_provenance_and_reused(folder, monkeypa
     for field in ("command", "scale", "date", "version", "commit", "machine", "sources", "source_units",
                   "cpu_seconds", "wall_seconds"):
         assert field in rec
-    assert rec["args"] == [3, 4] and rec["fn"] == "math:hypot" and "flprivacy/experiments/points.py" in rec["sources"]
+    assert rec["args"] == [3, 4] and rec["fn"] == "math:hypot" and "flbook/experiments/points.py" in rec["sources"]
     calls = []
     real = P._call
     monkeypatch.setattr(P, "_call", lambda fn, args, threads=0: calls.append(args) or real(fn, args, threads))
     assert P.run_points("demo", pts, log=None) == recs and calls == []  # resumed: nothing runs again
     # another argument, a corrupt file, or library code changed since: that point runs again
     (folder / "demo" / "b.json").write_text("{not json")
-    edited = dict(rec, sources={**rec["sources"], "flprivacy/experiments/points.py": "0" * 16},
-                  source_units={k: v for k, v in rec["source_units"].items() if k != "flprivacy/experiments/points.py"})
+    edited = dict(rec, sources={**rec["sources"], "flbook/experiments/points.py": "0" * 16},
+                  source_units={k: v for k, v in rec["source_units"].items() if k != "flbook/experiments/points.py"})
     (folder / "demo" / "a.json").write_text(json.dumps(edited))
     out = P.run_points("demo", [*pts, P.Point("c", "math:hypot", (8, 15))], log=None)
     assert calls == [[3, 4], [5, 12], [8, 15]] and out["c"]["data"] == 17.0
@@ -71,7 +71,7 @@ def _tiny(s):
 
 
 def test_fig3_from_points_equals_the_sweep(folder, monkeypatch):
-    from flprivacy.experiments import part3_fig3, part3_points
+    from flbook.experiments import part3_fig3, part3_points
 
     monkeypatch.setattr(part3_fig3, "QUICK_BASE", replace(_tiny(part3_fig3.QUICK_BASE), n_synthetic=800))
     monkeypatch.setitem(part3_fig3.QUICK_VALUES, "batch_size", (32, 128))
@@ -85,7 +85,7 @@ def test_fig3_from_points_equals_the_sweep(folder, monkeypatch):
 
 
 def test_table3_from_points_equals_the_run(folder, monkeypatch):
-    from flprivacy.experiments import part3_points, part3_table3
+    from flbook.experiments import part3_points, part3_table3
 
     tiny = _tiny(part3_table3.table3_settings("Medical"))
     for mod in (part3_table3, part3_points):
@@ -102,7 +102,7 @@ def test_table3_from_points_equals_the_run(folder, monkeypatch):
 
 def test_run_point_computes_one_point_the_command_reuses(folder, monkeypatch):
     """experiments.run_point writes the point a command would write, and the command reuses it."""
-    from flprivacy.experiments import run_point
+    from flbook.experiments import run_point
 
     rec = run_point.main(["demo", "a", "math:hypot", "[3, 4]"])
     assert rec["data"] == 5.0 and rec["args"] == [3, 4]
@@ -119,7 +119,7 @@ def test_run_point_computes_one_point_the_command_reuses(folder, monkeypatch):
 def test_a_point_is_judged_from_its_own_function(tmp_path, monkeypatch):
     """load_point gives the point's function as the run's entry: an edit to library code it cannot
     reach keeps the point, an edit to code it calls runs it again."""
-    from flprivacy.experiments import fingerprint as FP
+    from flbook.experiments import fingerprint as FP
 
     text = ("def helper(x):\n    return x + 1\n\n\ndef compute(x):\n    return helper(x)\n\n\n"
             "def unused(x):\n    return x\n")

@@ -1,4 +1,4 @@
-"""The referee's layer of the ledger (flprivacy.ledger.referee): its shared thresholds at their
+"""The referee's layer of the ledger (flbook.ledger.referee): its shared thresholds at their
 edges, what each row counts towards, the cap on one-run rows, and that nothing the book shows
 mixes the sections."""
 
@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from flprivacy import ledger as L
-from flprivacy.ledger import referee as R
+from flbook.ledger import referee as R
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -184,7 +184,7 @@ FROZEN: dict[str, frozenset[str]] = {
                             "_factor_rows", "_ablation_rows"}),
 }
 """Functions whose old rule calls lack a margin but cannot be edited: recorded runs reach them, so an
-edit marks their result files stale (the provenance rule of flprivacy/experiments/fingerprint.py).
+edit marks their result files stale (the provenance rule of flbook/experiments/fingerprint.py).
 Their rows are decided again, with margins, by their module's referee (``Count(verdict=...)``):
 diana_aia._referee_fig1_redecided and wilson.wilson_referee_verdicts. The list must stay exact."""
 
@@ -241,7 +241,7 @@ COUNT_CALL = re.compile(r"\bledger\.counts\(|\bL\.counts\(")
 
 
 def test_no_chapter_counts_rows_across_sections():
-    """``flprivacy.ledger.counts`` counts every row together (stand-in data, controls and duplicates
+    """``flbook.ledger.counts`` counts every row together (stand-in data, controls and duplicates
     with the paper's results); the book counts with ``referee.tally(..., section=...)``."""
     bad = []
     for nb_path in _notebooks():
@@ -249,7 +249,7 @@ def test_no_chapter_counts_rows_across_sections():
         for i, cell in enumerate(nb.cells):
             if cell.cell_type == "code" and COUNT_CALL.search(cell.source):
                 bad.append(f"{nb_path.relative_to(BOOK)} cell {i}")
-    assert not bad, f"counts over all sections (use flprivacy.ledger.referee.tally): {bad}"
+    assert not bad, f"counts over all sections (use flbook.ledger.referee.tally): {bad}"
 
 
 def test_every_counted_not_reproduced_row_has_a_cause_and_every_stand_in_says_what():
@@ -309,6 +309,6 @@ def test_a_stand_ins_short_name_drops_its_details():
 
 
 def test_long_names_in_verdict_tables_can_wrap():
-    assert R._breakable("flprivacy.experiments.part4_factors 0.309 a/b") == \
+    assert R._breakable("flbook.experiments.part4_factors 0.309 a/b") == \
         "flprivacy.\u200bexperiments.\u200bpart4_\u200bfactors 0.309 a/\u200bb"
     assert R._breakable(3.5) == 3.5

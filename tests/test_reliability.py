@@ -338,7 +338,7 @@ def test_load_mnist_rejects_a_negative_count():
 
 # ---- experiment commands ------------------------------------------------------------------------------
 def test_experiment_commands_exit_non_zero_on_bad_arguments(empty_data_dir, offline):
-    from flprivacy.experiments import part2_toy, part3_fig1, part3_table1, part4_factors, result_path
+    from flbook.experiments import part2_toy, part3_fig1, part3_table1, part4_factors, result_path
 
     for main, argv in ((part2_toy.main, ["--seeds", "-1"]), (part2_toy.main, ["--seeds", "0"]),
                        (part3_fig1.main, ["--seeds", "-1"]),

@@ -1,4 +1,4 @@
-"""The resumable paper-scale command (flprivacy.experiments.reproduce): its plan and its skip rule."""
+"""The resumable paper-scale command (flbook.experiments.reproduce): its plan and its skip rule."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ import time
 
 import pytest
 
-from flprivacy.experiments import reproduce as R
+from flbook.experiments import reproduce as R
 
 
 def test_plan_names_real_commands_and_distinct_files():
     assert len({j.file for j in R.PLAN}) == len(R.PLAN)
     for job in R.PLAN:
-        mod = importlib.import_module(f"flprivacy.experiments.{job.module}")
+        mod = importlib.import_module(f"flbook.experiments.{job.module}")
         assert callable(getattr(mod, "main", None)), job.module
         prefix = "" if job.scale == "fixed" else f"FLPRIVACY_SCALE={job.scale} "
-        assert job.command.startswith(prefix + "python -m flprivacy.experiments."), job.command
+        assert job.command.startswith(prefix + "python -m flbook.experiments."), job.command
         assert job.file == (job.result + "_quick" if job.scale == "quick" else job.result)
 
 
 # ---- the plan is complete: a Diana et al. / Xu & Neglia result left out of it is caught -------------------------------
 LEDGER_MODULES = ("diana_reconstruction", "diana_aia", "xu_neglia")
-"""The ledger modules of the two papers :mod:`flprivacy.experiments.reproduce` reproduces."""
+"""The ledger modules of the two papers :mod:`flbook.experiments.reproduce` reproduces."""
 
 NOT_PLANNED = {
     "part3_bench": "a wall-time benchmark of the paper-scale Medical Table 1 on this machine, not a paper result "
@@ -51,15 +51,15 @@ def test_every_file_the_diana_and_xu_ledger_rows_read_is_planned(monkeypatch):
         return real(name, scale_)
 
     for name in LEDGER_MODULES:
-        monkeypatch.setattr(importlib.import_module(f"flprivacy.ledger.{name}"), "record_or_none", spy)
-    from flprivacy.ledger import diana, xu_neglia
+        monkeypatch.setattr(importlib.import_module(f"flbook.ledger.{name}"), "record_or_none", spy)
+    from flbook.ledger import diana, xu_neglia
 
     diana.rows()
     xu_neglia.rows()
     assert len(seen) >= 20, sorted(seen)  # the spy saw the reads (Tables 1-3, Figs. 1-4, Table 1 of Xu & Neglia, ...)
     missing = sorted(seen - _planned())
     assert not missing, (f"the ledger's Diana/Xu rows read result files that reproduce.PLAN does not make: {missing}; "
-                         "add a Job (with the paper-scale arguments) to src/flprivacy/experiments/reproduce.py")
+                         "add a Job (with the paper-scale arguments) to src/flbook/experiments/reproduce.py")
 
 
 def _experiment_modules() -> list[str]:
@@ -73,7 +73,7 @@ def test_every_part2_and_part3_experiment_is_planned():
     in the plan, or in NOT_PLANNED with a reason."""
     planned = {j.module for j in R.PLAN}
     commands = [m for m in _experiment_modules()
-                if callable(getattr(importlib.import_module(f"flprivacy.experiments.{m}"), "main", None))]
+                if callable(getattr(importlib.import_module(f"flbook.experiments.{m}"), "main", None))]
     assert len(commands) >= 12, commands
     missing = [m for m in commands if m not in planned and m not in NOT_PLANNED]
     assert not missing, f"Part II/III experiment commands missing from reproduce.PLAN: {missing}"
@@ -83,7 +83,7 @@ def test_every_part2_and_part3_experiment_is_planned():
 def test_every_committed_paper_scale_part2_and_part3_file_is_planned():
     """Every committed paper-scale (or scale-independent) file of a Part II/III command is one of
     the plan's files, so a variant run of a planned module (e.g. ``--grad-stopping``) is caught too."""
-    from flprivacy.experiments import results_dir
+    from flbook.experiments import results_dir
 
     files = {j.file for j in R.PLAN if j.scale != "quick"}
     missing = []
@@ -117,7 +117,7 @@ def test_a_job_runs_at_its_scale(tmp_path, monkeypatch):
     for scale in ("paper", "quick", "fixed"):
         job = R.Job("x", "part2_toy", (), scale=scale)
         assert R.run_job(job)["status"] == "ran"
-        assert seen["flprivacy.experiments.part2_toy"] == (None if scale == "fixed" else scale)
+        assert seen["flbook.experiments.part2_toy"] == (None if scale == "fixed" else scale)
         assert ("FLPRIVACY_SCALE" in job.command) == (scale != "fixed")
         # glibc keeps freed memory in every command (the numbers do not change; bench_part3_allocator)
         assert seen["allocator"] == {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": "2147483647"}
@@ -246,11 +246,11 @@ def test_current_file_is_skipped_and_jobs_option_ignored(tmp_path, monkeypatch):
 def test_recorded_sources_decide_currency_file_by_file(tmp_path, monkeypatch):
     """A record with ``sources`` stays current while the files its run imported keep their
     content, whatever the commit says (even "+dirty"), and goes stale when one changes or is gone."""
-    import flprivacy.experiments as E
+    import flbook.experiments as E
 
-    import flprivacy.experiments.part3_table1  # noqa: F401  (so its file is among the imported ones)
+    import flbook.experiments.part3_table1  # noqa: F401  (so its file is among the imported ones)
     sources = E.library_sources()
-    assert "flprivacy/experiments/part3_table1.py" in sources and "flprivacy/federation.py" in sources
+    assert "flbook/experiments/part3_table1.py" in sources and "flprivacy/federation.py" in sources
     assert all(len(v) == 16 for v in sources.values())
     _fake(tmp_path, monkeypatch, {"command": JOB.command, "commit": "abc+dirty", "sources": sources})
     assert R.status(JOB) == (True, "current")
@@ -262,7 +262,7 @@ def test_recorded_sources_decide_currency_file_by_file(tmp_path, monkeypatch):
     # save_result records them
     monkeypatch.setattr(E, "result_path", lambda name, scale_=None: tmp_path / "saved.json")
     saved = json.loads(E.save_result("x", {}, seeds=[0]).read_text())
-    assert saved["sources"]["flprivacy/experiments/part3_table1.py"] == sources["flprivacy/experiments/part3_table1.py"]
+    assert saved["sources"]["flbook/experiments/part3_table1.py"] == sources["flbook/experiments/part3_table1.py"]
 
 
 def test_library_unchanged_since_refuses_unknown_commits():
@@ -278,7 +278,7 @@ def test_only_rejects_unknown_results(capsys):
 
 
 # ---- the unit rule: result files do not go stale on edits that cannot change their numbers ---------------------------
-from flprivacy.experiments import fingerprint as FP  # noqa: E402
+from flbook.experiments import fingerprint as FP  # noqa: E402
 
 BASE = '''"""A module."""
 from __future__ import annotations
@@ -432,7 +432,7 @@ def test_old_records_and_unparsable_files_keep_the_whole_file_rule(tmp_path):
 def test_units_are_recorded_at_the_first_read_with_the_file_hash(tmp_path, monkeypatch):
     """A command fingerprints each file when it first sees it (at its start): an edit made while it
     runs changes neither the hash nor the units it saves."""
-    import flprivacy.experiments as E
+    import flbook.experiments as E
 
     import hashlib
 
@@ -456,9 +456,9 @@ def test_units_are_recorded_at_the_first_read_with_the_file_hash(tmp_path, monke
 def test_status_judges_a_new_record_by_its_units(tmp_path, monkeypatch):
     """On the real library: a record with ``source_units`` is current while they match, whatever its
     whole-file hashes say, and names the unit that changed; save_result writes them."""
-    import flprivacy.experiments as E
+    import flbook.experiments as E
 
-    import flprivacy.experiments.part3_table1  # noqa: F401
+    import flbook.experiments.part3_table1  # noqa: F401
     sources, units = E.library_sources(), E.library_source_units()
     fed = units["flprivacy/federation.py"]
     assert " run_fedavg=" in fed and FP.decode_units(fed)[0]["run_fedavg"] in fed
@@ -507,7 +507,7 @@ def test_the_rule_on_a_copy_of_the_library(tmp_path):
     import shutil
     from pathlib import Path
 
-    from flprivacy.experiments import results_dir
+    from flbook.experiments import results_dir
 
     src = Path(FP.__file__).resolve().parents[2]
     shutil.copytree(src / "flprivacy", tmp_path / "flprivacy", ignore=shutil.ignore_patterns("__pycache__"))
@@ -564,7 +564,7 @@ ENTRY = [("flprivacy/cmd.py", "main")]
 
 def _reach(tmp_path, edits: dict[str, tuple[str, str]], entries=ENTRY, cmd=CMD, ledger=LEDGER):
     """The verdict on a run of cmd.main once each file of ``edits`` had ``old`` replaced by ``new``."""
-    files = {"flprivacy/__init__.py": "", "flprivacy/cmd.py": cmd, "flprivacy/ledger.py": ledger, "flprivacy/m.py": M}
+    files = {"flprivacy/__init__.py": "", "flprivacy/cmd.py": cmd, "flbook/ledger.py": ledger, "flprivacy/m.py": M}
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -580,28 +580,28 @@ JUDGE = ("return x > 0", "return x >= 0")
 
 
 def test_a_changed_function_the_run_cannot_reach_keeps_it_current(tmp_path):
-    assert _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}) == (True, "")
-    assert _reach(tmp_path, {"flprivacy/ledger.py": ("for v in TABLE]", "for v in TABLE if v]")}) == (True, "")
+    assert _reach(tmp_path, {"flbook/ledger.py": JUDGE}) == (True, "")
+    assert _reach(tmp_path, {"flbook/ledger.py": ("for v in TABLE]", "for v in TABLE if v]")}) == (True, "")
     # an added function nothing reachable names, beside the change
-    assert _reach(tmp_path, {"flprivacy/ledger.py": ("def rows():", "def extra():\n    return 3\n\n\ndef rows():")}) \
+    assert _reach(tmp_path, {"flbook/ledger.py": ("def rows():", "def extra():\n    return 3\n\n\ndef rows():")}) \
         == (True, "")
     # without entries, every recorded unit counts (the rule of the records written before)
-    assert _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, entries=None) == (
-        False, "flprivacy/ledger.py:judge changed since the run")
+    assert _reach(tmp_path, {"flbook/ledger.py": JUDGE}, entries=None) == (
+        False, "flbook/ledger.py:judge changed since the run")
 
 
 REACHED = {
     "called through an import": ({"flprivacy/m.py": ("2 * x", "3 * x")}, "flprivacy/m.py:f changed"),
     "the entry itself": ({"flprivacy/cmd.py": ('{"judge": 1}', '{"judge": 2}')}, "flprivacy/cmd.py:main changed"),
-    "a constant (run at import)": ({"flprivacy/ledger.py": ("(1, 2)", "(1, 3)")}, "flprivacy/ledger.py:TABLE changed"),
-    "a point's function": ({"flprivacy/ledger.py": JUDGE}, "flprivacy/ledger.py:judge changed"),
+    "a constant (run at import)": ({"flbook/ledger.py": ("(1, 2)", "(1, 3)")}, "flbook/ledger.py:TABLE changed"),
+    "a point's function": ({"flbook/ledger.py": JUDGE}, "flbook/ledger.py:judge changed"),
 }
 
 
 @pytest.mark.parametrize("case", list(REACHED))
 def test_a_changed_unit_the_run_can_reach_makes_it_stale(tmp_path, case):
     edits, why = REACHED[case]
-    entries = [("flprivacy/ledger.py", "judge")] if case == "a point's function" else ENTRY
+    entries = [("flbook/ledger.py", "judge")] if case == "a point's function" else ENTRY
     current, reason = _reach(tmp_path, edits, entries)
     assert not current and why in reason, (case, reason)
 
@@ -614,17 +614,17 @@ def test_what_reaches_a_unit_without_being_an_edit(tmp_path):
              ("len(table)", "len(table) + bool(getattr(ledger, name, None))"), ("len(table)", "len(vars(ledger))")]
     for old, new in reach:
         cmd = CMD.replace(old, new)
-        current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=cmd)
-        assert not current and "flprivacy/ledger.py:judge changed" in why, (new, why)
+        current, why = _reach(tmp_path, {"flbook/ledger.py": JUDGE}, cmd=cmd)
+        assert not current and "flbook/ledger.py:judge changed" in why, (new, why)
     by_path = CMD.replace("len(table)", 'len(table) + bool(getattr(ledger, POINT.split(":")[1], None))').replace(
-        "def main(", 'POINT = "flprivacy.ledger:judge"\n\n\ndef main(').replace('"judge": 1', '"other": 1')
-    current, why = _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=by_path)  # a point's function, by its path
-    assert not current and "flprivacy/ledger.py:judge changed" in why
+        "def main(", 'POINT = "flbook.ledger:judge"\n\n\ndef main(').replace('"judge": 1', '"other": 1')
+    current, why = _reach(tmp_path, {"flbook/ledger.py": JUDGE}, cmd=by_path)  # a point's function, by its path
+    assert not current and "flbook/ledger.py:judge changed" in why
     registered = LEDGER.replace("def judge", "@register\ndef judge")
-    assert not _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, ledger=registered)[0]
+    assert not _reach(tmp_path, {"flbook/ledger.py": JUDGE}, ledger=registered)[0]
     looked_up_by_loop = CMD.replace("len(table)", 'len(table) + sum(hasattr(ledger, k) for k in ("TABLE", "register"))')
-    assert _reach(tmp_path, {"flprivacy/ledger.py": JUDGE}, cmd=looked_up_by_loop) == (True, "")
-    assert not _reach(tmp_path, {"flprivacy/ledger.py": ("x > 0", "x > 1")}, cmd=looked_up_by_loop.replace(
+    assert _reach(tmp_path, {"flbook/ledger.py": JUDGE}, cmd=looked_up_by_loop) == (True, "")
+    assert not _reach(tmp_path, {"flbook/ledger.py": ("x > 0", "x > 1")}, cmd=looked_up_by_loop.replace(
         '("TABLE", "register")', '("TABLE", "judge")'))[0]
 
 
@@ -634,8 +634,8 @@ def test_a_main_block_runs_only_in_the_commands_own_file(tmp_path):
     f_edit = {"flprivacy/m.py": ("2 * x", "3 * x")}
     guard = [("flprivacy/cmd.py", FP.MAIN_GUARD)]
     assert not _reach(tmp_path, f_edit, entries=guard)[0]  # the block calls main, which calls f
-    assert _reach(tmp_path, f_edit, entries=[("flprivacy/ledger.py", "rows")]) == (True, "")  # a point in ledger
-    assert not _reach(tmp_path, f_edit, entries=[("flprivacy/ledger.py", "rows")],
+    assert _reach(tmp_path, f_edit, entries=[("flbook/ledger.py", "rows")]) == (True, "")  # a point in ledger
+    assert not _reach(tmp_path, f_edit, entries=[("flbook/ledger.py", "rows")],
                       cmd=CMD.replace("\nif __name__", "\nmain()\nif __name__"))[0]  # a call at import does run
 
 
@@ -647,8 +647,8 @@ def test_an_added_unit_the_run_reaches_or_a_changed_import_makes_it_stale(tmp_pa
     assert not current and "flprivacy/cmd.py:f changed" in why
     # a constant the run computed by a call at import, now a plain value nothing names: the call no longer runs
     drawn = LEDGER.replace("TABLE = (1, 2)", "TABLE = (1, 2)\nSEED = register(0)")
-    current, why = _reach(tmp_path, {"flprivacy/ledger.py": ("SEED = register(0)", "SEED = 0")}, ledger=drawn)
-    assert not current and "flprivacy/ledger.py:SEED changed" in why
+    current, why = _reach(tmp_path, {"flbook/ledger.py": ("SEED = register(0)", "SEED = 0")}, ledger=drawn)
+    assert not current and "flbook/ledger.py:SEED changed" in why
 
 
 def test_the_ledger_can_change_without_staling_part_iii(tmp_path):
@@ -658,12 +658,12 @@ def test_the_ledger_can_change_without_staling_part_iii(tmp_path):
     import shutil
     from pathlib import Path
 
-    from flprivacy.experiments import results_dir
+    from flbook.experiments import results_dir
 
     src = Path(FP.__file__).resolve().parents[2]
     shutil.copytree(src / "flprivacy", tmp_path / "flprivacy", ignore=shutil.ignore_patterns("__pycache__"))
     recorded = json.loads((results_dir() / "part3_table1_medical.json").read_text())["sources"]
-    own = "flprivacy/experiments/part3_table1.py"
+    own = "flbook/experiments/part3_table1.py"
     files = [rel for rel in recorded if (tmp_path / rel).is_file()] + [own]
     sources = {rel: FP._sha(tmp_path / rel) for rel in files}
     units = {rel: FP.source_units((tmp_path / rel).read_bytes()) for rel in files}
@@ -676,12 +676,12 @@ def test_the_ledger_can_change_without_staling_part_iii(tmp_path):
         body = fn.body[1]
         path.write_text("".join([*lines[:body.lineno - 1], " " * body.col_offset + "pass\n", *lines[body.lineno - 1:]]))
 
-    edit("flprivacy/ledger/diana_aia.py", "_fig3_rows")
+    edit("flbook/ledger/diana_aia.py", "_fig3_rows")
     assert FP.check_sources(sources, units, tmp_path, [(own, "main")]) == (True, "")
     assert not FP.check_sources(sources, units, tmp_path)[0]  # without the entry, as before
-    edit("flprivacy/experiments/part3_pipeline.py", "run_pipeline")
+    edit("flbook/experiments/part3_pipeline.py", "run_pipeline")
     current, why = FP.check_sources(sources, units, tmp_path, [(own, "main")])
-    assert not current and why.startswith("flprivacy/experiments/part3_pipeline.py:run_pipeline changed")
+    assert not current and why.startswith("flbook/experiments/part3_pipeline.py:run_pipeline changed")
 
 
 def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monkeypatch):
@@ -691,15 +691,15 @@ def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monke
     module's code at the run is unknown, and the file is stale."""
     import hashlib
 
-    import flprivacy.experiments as E
-    from flprivacy.experiments import fingerprint as FP
+    import flbook.experiments as E
+    from flbook.experiments import fingerprint as FP
 
-    import flprivacy.experiments.part3_table1  # noqa: F401
-    own = "flprivacy/experiments/part3_table1.py"
+    import flbook.experiments.part3_table1  # noqa: F401
+    own = "flbook/experiments/part3_table1.py"
     sources, units = E.library_sources(), E.library_source_units()
     here = E._imported_library_files()[own]
     data = open(here, "rb").read()
-    sources.pop(own), units.pop(own)  # as a record of `python -m flprivacy.experiments.part3_table1` holds them
+    sources.pop(own), units.pop(own)  # as a record of `python -m flbook.experiments.part3_table1` holds them
     record = {"command": JOB.command, "commit": "abc", "sources": sources, "source_units": units}
     _fake(tmp_path, monkeypatch, record)
     monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (hashlib.sha256(data).hexdigest()[:16],
@@ -754,7 +754,7 @@ def test_record_status_judges_any_record_as_status_judges_a_planned_one():
     ok, why = R.record_status(gone)
     assert not ok and "no_such_file.py removed since the run" in why
     ok, why = R.record_status({"command": "python -m elsewhere"})
-    assert not ok and "names no flprivacy.experiments module" in why
+    assert not ok and "names no flbook.experiments module" in why
 
 
 def test_time_allocators_runs_each_setting_in_its_own_environment(monkeypatch):
@@ -763,7 +763,7 @@ def test_time_allocators_runs_each_setting_in_its_own_environment(monkeypatch):
     import json as _json
     import subprocess as _sp
 
-    import flprivacy.experiments as E
+    import flbook.experiments as E
 
     monkeypatch.setenv("MALLOC_MMAP_MAX_", "0")  # the caller's own setting must not leak into the default child
     seen = []

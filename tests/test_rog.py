@@ -194,7 +194,7 @@ def test_committed_weights_record():
 
 
 def test_train_command_records_its_provenance(tmp_path):
-    from flprivacy.experiments import train_ddpm, train_rog
+    from flbook.experiments import train_ddpm, train_rog
 
     with pytest.raises(SystemExit) as e:
         train_rog.main(["--steps", "-1"])
@@ -211,7 +211,7 @@ def test_train_command_records_its_provenance(tmp_path):
     assert "train_rog" in saved["command"]
 
 
-# ---- the ledger's rules for Fig. 8 and Fig. 15 (flprivacy.ledger.wilson_rog) ----------------------------------
+# ---- the ledger's rules for Fig. 8 and Fig. 15 (flbook.ledger.wilson_rog) ----------------------------------
 def _record(ddrm: dict, rog: dict, Ks=(2, 4), jitter=(0.0, 0.002)) -> dict:
     """Two seeds per K; the second seed's DDRM scores shifted by ``jitter[1]`` (case-to-case noise)."""
     raw = dict(ssim=0.4, psnr=12.0, lpips=0.3, recognised=0.7)
@@ -220,7 +220,7 @@ def _record(ddrm: dict, rog: dict, Ks=(2, 4), jitter=(0.0, 0.002)) -> dict:
 
 
 def test_ledger_rules_read_the_claims_as_stated():
-    from flprivacy.ledger import wilson_rog as WR
+    from flbook.ledger import wilson_rog as WR
 
     paper_like = _record(dict(ssim=0.40, psnr=13.0, lpips=0.20, recognised=0.9),
                          dict(ssim=0.42, psnr=13.5, lpips=0.15, recognised=0.8))

@@ -1,4 +1,4 @@
-"""Run ``python -m flprivacy.experiments.part3_fig4_large`` with the gradient-based AIA's per-round
+"""Run ``python -m flbook.experiments.part3_fig4_large`` with the gradient-based AIA's per-round
 statistics kept in memory (``gradient_aia``'s ``max_cache_mb``), for a machine that has the memory.
 
 Why: at 36,000 rows (California) the statistics of the passive phase's 100 rounds do not fit the
@@ -31,7 +31,7 @@ import sys
 
 def _patched(cache_mb: int):
     from flprivacy.attacks import gradient_aia as ga
-    from flprivacy.experiments import part3_fig4_large as large
+    from flbook.experiments import part3_fig4_large as large
 
     large.gradient_aia = functools.partial(ga.gradient_aia, max_cache_mb=cache_mb)
     return large
@@ -44,7 +44,7 @@ def check() -> None:
 
     os.environ["FLPRIVACY_SCALE"] = "quick"  # the check is the quick-scale points, whatever the shell sets
     from flprivacy.attacks import gradient_aia as ga
-    from flprivacy.experiments import part3_fig4_large as large
+    from flbook.experiments import part3_fig4_large as large
 
     plan = large.plan([0])[0]
     for p in plan:
@@ -61,7 +61,7 @@ def check() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from flprivacy.experiments import positive_int
+    from flbook.experiments import positive_int
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cache-mb", type=positive_int, default=None, help="gradient_aia's max_cache_mb for every point (a positive integer)")

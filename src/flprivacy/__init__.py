@@ -19,8 +19,8 @@ Modules (named for what they hold):
 - :mod:`flprivacy.lpips`         the LPIPS perceptual distance, offline
 - :mod:`flprivacy.diffusion`     the diffusion prior and DDRM post-processing (Wilson et al. §4)
 - :mod:`flprivacy.flower`        the federation on Flower, recorded; :mod:`flprivacy.flower_deploy` a loopback deployment
-- :mod:`flprivacy.ledger`        the reproduction ledger: every paper result, its rule and its verdict
-- :mod:`flprivacy.experiments`   the committed commands behind the result files
+- :mod:`flbook.ledger`        the reproduction ledger: every paper result, its rule and its verdict
+- :mod:`flbook.experiments`   the committed commands behind the result files
 - :mod:`flprivacy.tables`        the book's table style
 - :mod:`flprivacy.plotting`      the book's figure style
 """

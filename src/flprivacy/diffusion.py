@@ -212,7 +212,7 @@ def load_ddpm(path: str | Path | None = None, sha256: str | None = None) -> tupl
     Returns ``(model in eval mode, record)``.
     """
     state, record = load_weights(weights_path() if path is None else path, where="load_ddpm", sha256=sha256,
-                                 remake="train them with `python -m flprivacy.experiments.train_ddpm` (the chapter "
+                                 remake="train them with `python -m flbook.experiments.train_ddpm` (the chapter "
                                         "names the exact command)")
     config = {k: tuple(v) if isinstance(v, list) else v for k, v in record.get("config", ddpm_config()).items()}
     model = build_unet({**ddpm_config(), **config})

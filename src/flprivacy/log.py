@@ -206,7 +206,7 @@ class MessageLog:
     ``directory`` the models live in a file there instead of in memory (for long runs); the
     reading API (:meth:`exchange`, :meth:`client_messages`, ``global_models[t]``) is the same;
     on disk ``global_models`` is a sequence rather than a list (``torch.stack`` needs
-    :meth:`global_trajectory`). Memory is measured by ``python -m flprivacy.experiments.bench_memory``
+    :meth:`global_trajectory`). Memory is measured by ``python -m flbook.experiments.bench_memory``
     (``book/results/bench_memory.json``: 10 clients, a 69k-parameter float32 MLP, 1,000 rounds).
     """
 

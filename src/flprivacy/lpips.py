@@ -12,7 +12,7 @@ inputs in [-1, 1] are shifted by (−.030, −.088, −.188) and scaled by (.458
 channel before the trunk; normalisation is x / (‖x‖₂ + 1e-10) over channels.
 
 Weights, all offline (``data/weights/lpips_alex.safetensors``, SHA-256 in ``lpips_alex.json``),
-made once by ``python -m flprivacy.experiments.convert_lpips``:
+made once by ``python -m flbook.experiments.convert_lpips``:
 
 * linear heads: the authors' ``lpips/weights/v0.1/alex.pth`` from the ``lpips`` 0.1.4 wheel on
   PyPI (BSD-2-Clause, © 2018 Zhang, Isola, Efros, Shechtman, Wang), read with
@@ -68,7 +68,7 @@ __all__ = ["lpips", "load_lpips_weights", "weights_path", "MIN_SIZE", "CONVERT_C
 
 #: Smallest height/width AlexNet's trunk accepts (conv 11/4 pad 2, then two 3x3 stride-2 pools).
 MIN_SIZE = 31
-CONVERT_COMMAND = "python -m flprivacy.experiments.convert_lpips"
+CONVERT_COMMAND = "python -m flbook.experiments.convert_lpips"
 #: (out, in, kernel, stride, padding) of torchvision's ``alexnet().features`` convolutions.
 ALEX_CONVS = ((64, 3, 11, 4, 2), (192, 64, 5, 1, 2), (384, 192, 3, 1, 1), (256, 384, 3, 1, 1), (256, 256, 3, 1, 1))
 SHIFT = (-0.030, -0.088, -0.188)

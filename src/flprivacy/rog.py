@@ -330,7 +330,7 @@ def load_rog(path: str | Path | None = None, sha256: str | None = None) -> tuple
     record, or ``sha256``), and every tensor must match the architecture. Returns
     ``(generator in eval mode, record)``."""
     state, record = load_weights(weights_path() if path is None else path, where="load_rog", sha256=sha256,
-                                 remake="train them with `python -m flprivacy.experiments.train_rog` (the chapter "
+                                 remake="train them with `python -m flbook.experiments.train_rog` (the chapter "
                                         "names the exact command)")
     G = RogGenerator(**{**rog_config(), **record.get("settings", {}).get("config", {})})
     G.load_state_dict(state, strict=True)

@@ -47,7 +47,7 @@ def load_weights(path: str | Path, *, where: str, remake: str, sha256: str | Non
     """Read weights written by :func:`save_weights`: the file and its record must exist, the file's
     SHA-256 must equal the record's (or ``sha256`` when given), and it must be a valid safetensors
     file. ``where`` names the caller in the errors and ``remake`` says how to make the file again
-    (e.g. "train them with `python -m flprivacy.experiments.train_ddpm`").
+    (e.g. "train them with `python -m flbook.experiments.train_ddpm`").
 
     Returns ``(tensors, record)``.
 

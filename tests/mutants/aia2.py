@@ -12,10 +12,10 @@ Each mutant breaks one constant, sign, normalisation or step; ``why`` names it.
 from tools.mutation import Mutant, pytest_command
 
 DEF = "src/flprivacy/defences.py"
-PIPE = "src/flprivacy/experiments/part3_pipeline.py"
-T2 = "src/flprivacy/experiments/part3_table2.py"
-T3 = "src/flprivacy/experiments/part3_table3.py"
-F3 = "src/flprivacy/experiments/part3_fig3.py"
+PIPE = "src/flbook/experiments/part3_pipeline.py"
+T2 = "src/flbook/experiments/part3_table2.py"
+T3 = "src/flbook/experiments/part3_table3.py"
+F3 = "src/flbook/experiments/part3_fig3.py"
 CEN = "src/flprivacy/data/census.py"
 
 TESTS = pytest_command("tests/test_part3_dp.py", "tests/test_part3_dp_replay.py")
@@ -69,7 +69,7 @@ MUTANTS = [
            "returned = estimates[r]", "returned_acc scores the clients' replies, not Alg. 4's iterate"),
     Mutant("table3_default_sgd_replay", T3, 'return replace(settings(task), adam_replay="local", adam_per_client=True)',
            'return replace(settings(task), adam_replay="sgd", adam_per_client=True)', "Table 3 tunes with the DP trainer"),
-    Mutant("controls_scripts_delta", "src/flprivacy/experiments/part3_table3_controls.py",
+    Mutant("controls_scripts_delta", "src/flbook/experiments/part3_table3_controls.py",
            'SCRIPTS_PRIVACY = {"delta": 1e-6, "clip": 5e5}', 'SCRIPTS_PRIVACY = {"delta": 1e-5, "clip": 5e5}',
            "the authors' Medical scripts use δ = 1e-6"),
 ]

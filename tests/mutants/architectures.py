@@ -11,8 +11,8 @@ Each mutant breaks one piece of the architecture, the replay check, the scoring 
 from tools.mutation import Mutant, pytest_command
 
 MOD = "src/flprivacy/models.py"
-EXP = "src/flprivacy/experiments/part4_architectures.py"
-LED = "src/flprivacy/ledger/wilson_architectures.py"
+EXP = "src/flbook/experiments/part4_architectures.py"
+LED = "src/flbook/ledger/wilson_architectures.py"
 
 TESTS = pytest_command("tests/test_architectures.py")
 

@@ -13,8 +13,8 @@ from tools.mutation import Mutant, pytest_command
 
 AWA = "src/flprivacy/attacks/awa.py"
 MOD = "src/flprivacy/models.py"
-SONG = "src/flprivacy/ledger/song.py"
-DIAG = "src/flprivacy/experiments/awa_diagnostics.py"
+SONG = "src/flbook/ledger/song.py"
+DIAG = "src/flbook/experiments/awa_diagnostics.py"
 INV = "src/flprivacy/attacks/inversion.py"
 
 TESTS = pytest_command("tests/test_awa.py", "tests/test_ledger_song.py")  # the latter runs the live checks of §3, eq. 19-30 and eq. 39

@@ -11,7 +11,7 @@ Each mutant breaks one equation's constant, sign, normalisation or step; ``why``
 from tools.mutation import Mutant, pytest_command
 
 DIF = "src/flprivacy/diffusion.py"
-WIL = "src/flprivacy/ledger/wilson.py"
+WIL = "src/flbook/ledger/wilson.py"
 
 TESTS = pytest_command("tests/test_ddrm_closed_form.py", "tests/test_diffusion.py")
 

@@ -1,5 +1,5 @@
 """Plausible bugs in the rule that decides whether a result file is current
-(flprivacy.experiments.fingerprint, reproduce's status): each would call a file current after an
+(flbook.experiments.fingerprint, reproduce's status): each would call a file current after an
 edit that can change its numbers, or stale after one that cannot.
 
     python tools/mutation.py tests/mutants/fingerprint.py
@@ -7,12 +7,12 @@ edit that can change its numbers, or stale after one that cannot.
 
 from tools.mutation import Mutant, pytest_command
 
-FP = "src/flprivacy/experiments/fingerprint.py"
-EXP = "src/flprivacy/experiments/__init__.py"
-REP = "src/flprivacy/experiments/reproduce.py"
+FP = "src/flbook/experiments/fingerprint.py"
+EXP = "src/flbook/experiments/__init__.py"
+REP = "src/flbook/experiments/reproduce.py"
 
 TESTS = pytest_command("tests/test_reproduce.py", "tests/test_points.py")
-PTS = "src/flprivacy/experiments/points.py"
+PTS = "src/flbook/experiments/points.py"
 
 MUTANTS = [
     Mutant("reached_change_ignored", FP, "        if (rel, name) in reach:\n            return False, f\"{why}, and",

@@ -1,7 +1,7 @@
-"""Plausible bugs in the ledger's rules (flprivacy.ledger: number, at_least, at_most, sign, trend,
+"""Plausible bugs in the ledger's rules (flbook.ledger: number, at_least, at_most, sign, trend,
 ordering, bound, combine, provenance_of) and in the rules of Diana et al.'s Part III rows
-(flprivacy.ledger.diana_aia: Tables 1-3, §5.3's sentences, Prop. 1, Fig. 1, Fig. 3, Fig. 4) and
-of its Part II rows read from result files (flprivacy.ledger.diana_reconstruction: Theorem 1,
+(flbook.ledger.diana_aia: Tables 1-3, §5.3's sentences, Prop. 1, Fig. 1, Fig. 3, Fig. 4) and
+of its Part II rows read from result files (flbook.ledger.diana_reconstruction: Theorem 1,
 Fig. 2, App. B.3, App. C.1).
 These rules decide every verdict the book shows; each mutant moves a tolerance, flips a
 direction or drops a step of one of them.
@@ -18,8 +18,8 @@ rules' tests must catch a mutant on their own, on constructed numbers at the rul
 
 from tools.mutation import Mutant, pytest_command
 
-LG = "src/flprivacy/ledger/__init__.py"
-DA = "src/flprivacy/ledger/diana_aia.py"
+LG = "src/flbook/ledger/__init__.py"
+DA = "src/flbook/ledger/diana_aia.py"
 
 TESTS = pytest_command("tests/test_ledger.py", "tests/test_ledger_diana_aia.py", "tests/test_ledger_diana_reconstruction.py",
                        "tests/test_ledger_sensitivity.py",
@@ -28,7 +28,7 @@ TESTS = pytest_command("tests/test_ledger.py", "tests/test_ledger_diana_aia.py",
                              "or controls_reason or sensitivity)")
 
 MUTANTS = [
-    # ---- the generic rules (flprivacy.ledger) ----------------------------------------------------------------
+    # ---- the generic rules (flbook.ledger) ----------------------------------------------------------------
     Mutant("default_tolerance_5", LG, "DEFAULT_TOL = 3.0\n", "DEFAULT_TOL = 5.0\n",
            "a reported number is reproduced within 3 points"),
     Mutant("number_edge_excluded", LG, "    if abs(d) <= t:\n        return Verdict(\"reproduced\")\n    lead",
@@ -66,7 +66,7 @@ MUTANTS = [
            "    if False:\n", "a result with a part not run is not run, not partly"),
     Mutant("provenance_dirty_passes", LG, '    elif commit.endswith("+dirty"):\n', "    elif False:\n",
            "a file made from an uncommitted tree says so"),
-    # ---- Diana et al., Part III rows (flprivacy.ledger.diana_aia) -------------------------------------------
+    # ---- Diana et al., Part III rows (flbook.ledger.diana_aia) -------------------------------------------
     Mutant("table_spread_dropped", DA, "v = number(pm, s[key][0], paper_spread=psd, what=",
            "v = number(pm, s[key][0], what=", "Tables 1-3: the paper's std widens a cell's tolerance"),
     Mutant("table_reads_std", DA, "v = number(pm, s[key][0], paper_spread=psd, what=",
@@ -110,10 +110,10 @@ MUTANTS = [
            '        verdict = Verdict("partly",', "partly only when Grad's own rule lands near 50 %"),
 ]
 
-DR = "src/flprivacy/ledger/diana_reconstruction.py"
+DR = "src/flbook/ledger/diana_reconstruction.py"
 
 MUTANTS += [
-    # ---- Diana et al., Part II rows from result files (flprivacy.ledger.diana_reconstruction) ----------------------
+    # ---- Diana et al., Part II rows from result files (flbook.ledger.diana_reconstruction) ----------------------
     Mutant("thm1_slope_wrong_regression", DR, "/ sum((a - mx) ** 2 for a in xs)", "/ sum((b - my) ** 2 for b in ys)",
            "a log-log slope is cov(x, y) / var(x)"),
     Mutant("thm1_slope_not_log", DR, "        ys = [math.log(y) for y in curve.values()]\n",

@@ -1,4 +1,4 @@
-"""Plausible bugs in ``flprivacy.ledger.diana``, which assembles Diana et al. 2025's rows from its three
+"""Plausible bugs in ``flbook.ledger.diana``, which assembles Diana et al. 2025's rows from its three
 parts and says, on each Table 1-3 Grad cell that is not reproduced, which relaxation of eq. 2 its
 file ran (beyond ``old_rows_kept`` in ``ledger_sensitivity.py``). Each mutant lets the earlier
 part's row win, hides a failing import, or puts the relaxation note on the wrong rows or with the
@@ -13,7 +13,7 @@ As ``tests/mutants/ledger.py``, ``TESTS`` leaves out ``test_committed_ledger_is_
 
 from tools.mutation import Mutant, pytest_command
 
-DI = "src/flprivacy/ledger/diana.py"
+DI = "src/flbook/ledger/diana.py"
 
 TESTS = pytest_command("tests/test_ledger_diana.py", "tests/test_ledger.py", "-k", "not fresh_build")
 
@@ -37,9 +37,9 @@ MUTANTS = [
            "a file without the setting ran the mixture, the book's default before it followed the authors' code"),
 ]
 
-# ---- the referee of Diana et al.'s Part III rows (flprivacy.ledger.diana_aia: made_here, count_row and the
+# ---- the referee of Diana et al.'s Part III rows (flbook.ledger.diana_aia: made_here, count_row and the
 # claims that had no row); their tests are in tests/test_ledger_diana_aia.py and tests/test_ledger_diana.py
-DA = "src/flprivacy/ledger/diana_aia.py"
+DA = "src/flbook/ledger/diana_aia.py"
 TESTS = pytest_command("tests/test_ledger_diana.py", "tests/test_ledger.py", "tests/test_ledger_diana_aia.py",
                        "-k", "not fresh_build")
 

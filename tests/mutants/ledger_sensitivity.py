@@ -1,13 +1,13 @@
 """Plausible bugs in the ledger's rules for Diana et al.'s Fig. 3 and App. C.2-C.3
-(flprivacy.ledger.diana_sensitivity): each changes a margin's formula or a rule's direction.
+(flbook.ledger.diana_sensitivity): each changes a margin's formula or a rule's direction.
 
     PYTHONPATH=$PWD:$PWD/src python tools/mutation.py tests/mutants/ledger_sensitivity.py
 """
 
 from tools.mutation import Mutant, pytest_command
 
-DS = "src/flprivacy/ledger/diana_sensitivity.py"
-DI = "src/flprivacy/ledger/diana.py"
+DS = "src/flbook/ledger/diana_sensitivity.py"
+DI = "src/flbook/ledger/diana.py"
 
 TESTS = pytest_command("tests/test_ledger_sensitivity.py")
 

@@ -1,4 +1,4 @@
-"""Plausible bugs in the rules that decide Song et al. 2025's rows (flprivacy.ledger.song): Figs. 3-4
+"""Plausible bugs in the rules that decide Song et al. 2025's rows (flbook.ledger.song): Figs. 3-4
 and BO's Q* against Q = 1 on the quick model, §5.2's ordering of the attacks and its case-4 PSNR
 sentence, a controlled experiment's cell, which cases count as fully run, Table IV's tolerances,
 and the live checks of §3, eq. 19-30 and eq. 39 the propositions' rows read. Each mutant moves a
@@ -15,7 +15,7 @@ verdict on the committed files.
 
 from tools.mutation import Mutant, pytest_command
 
-SONG = "src/flprivacy/ledger/song.py"
+SONG = "src/flbook/ledger/song.py"
 
 TESTS = pytest_command("tests/test_ledger_song.py", "tests/test_ledger.py", "-k", "not fresh_build")
 

@@ -16,9 +16,9 @@ a rule's own tests must catch a mutant on constructed numbers.
 
 from tools.mutation import Mutant, pytest_command
 
-ROG = "src/flprivacy/ledger/wilson_rog.py"
-FI = "src/flprivacy/ledger/wilson_fedinverse.py"
-ARC = "src/flprivacy/ledger/wilson_architectures.py"
+ROG = "src/flbook/ledger/wilson_rog.py"
+FI = "src/flbook/ledger/wilson_fedinverse.py"
+ARC = "src/flbook/ledger/wilson_architectures.py"
 
 TESTS = pytest_command("tests/test_ledger_wilson.py", "tests/test_rog.py", "tests/test_model_inversion.py",
                        "tests/test_architectures.py", "-k", "ledger or verdict or curves or rows")
@@ -86,7 +86,7 @@ MUTANTS = [
            "eq. 3 at every K"),
 ]
 
-WIL = "src/flprivacy/ledger/wilson.py"
+WIL = "src/flbook/ledger/wilson.py"
 
 MUTANTS += [
     # ---- the referee's margins and counts --------------------------------------------------------------

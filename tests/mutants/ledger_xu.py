@@ -1,4 +1,4 @@
-"""Plausible bugs in the rules that decide Xu & Neglia 2021's rows (flprivacy.ledger.xu_neglia),
+"""Plausible bugs in the rules that decide Xu & Neglia 2021's rows (flbook.ledger.xu_neglia),
 beyond the Table 1 mutants of ``part12.py`` and ``part2_leaf.py``: Fig. 1's numbers and claims,
 §4's decoded-range and client-3 claims, the Adult sizes and row count, the lower bound's counts and
 verdicts, Observation 1's and the affine map's checks. Each mutant moves a threshold or margin,
@@ -13,7 +13,7 @@ As ``tests/mutants/ledger.py``, ``TESTS`` leaves out ``test_committed_ledger_is_
 
 from tools.mutation import Mutant, pytest_command
 
-XUL = "src/flprivacy/ledger/xu_neglia.py"
+XUL = "src/flbook/ledger/xu_neglia.py"
 
 TESTS = pytest_command("tests/test_ledger_xu.py", "tests/test_part12_checks.py", "-k", "not slow")
 

@@ -11,7 +11,7 @@ Each mutant breaks one constant, sign, normalisation or step; ``why`` names it.
 from tools.mutation import Mutant, pytest_command
 
 MI = "src/flprivacy/attacks/model_inversion.py"
-LED = "src/flprivacy/ledger/wilson_fedinverse.py"
+LED = "src/flbook/ledger/wilson_fedinverse.py"
 
 TESTS = pytest_command("tests/test_model_inversion.py")
 

@@ -9,10 +9,10 @@ DPTrainer: Opacus's DP-SGD gradient before Adam) and in Table 1's and Table 3's 
 from tools.mutation import Mutant, pytest_command
 
 OPT = "src/flprivacy/optimum.py"
-CTL = "src/flprivacy/experiments/part3_table1_controls.py"
+CTL = "src/flbook/experiments/part3_table1_controls.py"
 BAT = "src/flprivacy/batched.py"
 DEF = "src/flprivacy/defences.py"
-CT3 = "src/flprivacy/experiments/part3_table3_controls.py"
+CT3 = "src/flbook/experiments/part3_table3_controls.py"
 
 TESTS = pytest_command("tests/test_tuned_local_models.py", "tests/test_part3_table1_controls.py",
                        "tests/test_batched.py", "tests/test_part3_table3_oracle.py")

@@ -14,7 +14,7 @@ LOG = "src/flprivacy/log.py"
 REC = "src/flprivacy/attacks/reconstruction.py"
 BND = "src/flprivacy/bounds.py"
 SYN = "src/flprivacy/data/synthetic.py"
-XUL = "src/flprivacy/ledger/xu_neglia.py"
+XUL = "src/flbook/ledger/xu_neglia.py"
 
 TESTS = pytest_command("tests/test_federation.py", "tests/test_reconstruction.py", "tests/test_part2_common.py",
                        "tests/test_metrics.py", "tests/test_data.py", "tests/test_part12_checks.py")

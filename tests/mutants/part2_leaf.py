@@ -9,10 +9,10 @@ Each mutant breaks one step; ``why`` names it.
 
 from tools.mutation import Mutant, pytest_command
 
-LEAF = "src/flprivacy/experiments/part2_leaf.py"
-DIAG = "src/flprivacy/experiments/part2_leaf_diagnostics.py"
+LEAF = "src/flbook/experiments/part2_leaf.py"
+DIAG = "src/flbook/experiments/part2_leaf_diagnostics.py"
 REC = "src/flprivacy/attacks/reconstruction.py"
-XUL = "src/flprivacy/ledger/xu_neglia.py"
+XUL = "src/flbook/ledger/xu_neglia.py"
 
 TESTS = pytest_command("tests/test_part2_leaf.py")
 

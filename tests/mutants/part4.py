@@ -11,8 +11,8 @@ from tools.mutation import Mutant, pytest_command
 
 INV = "src/flprivacy/attacks/inversion.py"
 MET = "src/flprivacy/metrics.py"
-FAC = "src/flprivacy/experiments/part4_factors.py"
-WIL = "src/flprivacy/ledger/wilson.py"
+FAC = "src/flbook/experiments/part4_factors.py"
+WIL = "src/flbook/ledger/wilson.py"
 
 TESTS = pytest_command("--nbval-lax", "tests/test_inversion.py", "tests/test_metrics.py",
                        "tests/test_part4_factors.py", "book/part4/curious_client_factors.ipynb")

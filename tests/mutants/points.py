@@ -11,8 +11,8 @@ result file from points; ``why`` names it.
 
 from tools.mutation import Mutant, pytest_command
 
-PTS = "src/flprivacy/experiments/points.py"
-P3 = "src/flprivacy/experiments/part3_points.py"
+PTS = "src/flbook/experiments/points.py"
+P3 = "src/flbook/experiments/part3_points.py"
 
 TESTS = pytest_command("tests/test_points.py")
 

@@ -6,9 +6,9 @@ shared per-seed loop of Tables 1-3.
 
 from tools.mutation import Mutant, pytest_command
 
-EXP = "src/flprivacy/experiments/__init__.py"
-F3 = "src/flprivacy/experiments/part3_fig3.py"
-T1 = "src/flprivacy/experiments/part3_pipeline.py"
+EXP = "src/flbook/experiments/__init__.py"
+F3 = "src/flbook/experiments/part3_fig3.py"
+T1 = "src/flbook/experiments/part3_pipeline.py"
 
 TESTS = pytest_command("tests/test_config.py", "tests/test_part3_dp.py", "-k", "commit or sweeps or per_seed or fig3")
 

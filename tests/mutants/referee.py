@@ -1,4 +1,4 @@
-"""Plausible bugs in the ledger's referee (flprivacy.ledger.referee): the shared thresholds (2
+"""Plausible bugs in the ledger's referee (flbook.ledger.referee): the shared thresholds (2
 standard errors, "slightly", "comparable", non-trivial SSIM), the cap on one-run rows, the
 sections a row counts towards and the counts by section. Each decides what the book's headline
 counts say.
@@ -10,7 +10,7 @@ Run in a private clone (it edits files in place):
 
 from tools.mutation import Mutant, pytest_command
 
-RF = "src/flprivacy/ledger/referee.py"
+RF = "src/flbook/ledger/referee.py"
 
 TESTS = pytest_command("tests/test_referee.py", "-k", "not round_trips and not every_counted and not in_step "
                                                       "and not states_its_margin and not across_sections "

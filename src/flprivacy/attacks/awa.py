@@ -47,7 +47,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..config import generator as make_generator
-from ..ledger.song import TABLE_II as _SONG_TABLE_II
 from ..federation import local_sgd
 from ..models import FLModel
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
@@ -355,7 +354,12 @@ class AWAWeights:
         return {k: float(getattr(self, k)) for k in ("q_cv", "q_bn", "q_fc", "q_en", "p_mean", "p_var")}
 
 
-#: The search ranges of Q (Song Table II; the paper's numbers live in :mod:`flprivacy.ledger.song`).
+#: Song et al.'s Table II as printed: the search range of each component of Q.
+_SONG_TABLE_II: dict[str, tuple[float, float]] = {"q_cv": (1.0, 1000.0), "q_bn": (1.0, 1000.0), "q_fc": (1.0, 1000.0),
+                                                  "q_en": (1.0, 1000.0), "p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}
+
+#: The default search ranges of Q in :func:`tune_weights` (Song Table II; a test holds them equal
+#: to the paper's table as the book's ledger records it).
 TABLE_II: dict[str, tuple[float, float]] = dict(_SONG_TABLE_II)
 
 #: The corner Q = (1, 1, 1, 1, 0, 0) of Table II's box, where eq. 23 is DLG's unweighted eq. 10

@@ -39,7 +39,7 @@ RELAXATIONS: tuple[str, ...] = ("mixture", "input")
 """How the virtual gradient depends on the relaxed attribute sample Z ``(n, C)`` (one-hot when hard):
 ``"mixture"`` (ours, this function's default) ∇L = (1/n) Σ_i Σ_c Z_ic ∇ℓ(θ, x_i(c), y_i), a mixture
 of the per-sample gradients at each candidate value; ``"input"`` (the authors' fedkit-learn code, and
-the book's reproduction of Diana et al.: ``flprivacy.experiments.part3_pipeline.AIASettings``)
+the book's reproduction of Diana et al.: ``flbook.experiments.part3_pipeline.AIASettings``)
 writes x̃_i = Σ_c Z_ic x_i(c) into the input and takes ∇L = (1/n) Σ_i ∇ℓ(θ, x̃_i, y_i). Both equal
 the gradient at the sampled attribute when Z is one-hot; their derivatives in Z differ."""
 

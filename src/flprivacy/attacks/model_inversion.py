@@ -38,7 +38,7 @@ the authors' public code (github.com/Jun-B0518/FedInverse, ``GMI/attack_batchhsi
   ``n_critic`` critic steps.
 
 Deviations (CPU scale, named): the networks are ``width`` = 32 channels wide instead of 64, the
-GAN trains for a time budget of minutes (``python -m flprivacy.experiments.train_fedinverse_gan``),
+GAN trains for a time budget of minutes (``python -m flbook.experiments.train_fedinverse_gan``),
 the public images are the MNIST *training* digits 5-9 among the 20,000 the book has offline, padded
 28 -> 32 with 2 black pixels (the authors resize to 32x32), and the generated 32x32 images are
 cropped back to 28x28 for the attacked LeNet-5.
@@ -236,7 +236,7 @@ def load_gan(path: str | Path | None = None, sha256: str | None = None) -> tuple
     Returns ``(generator, critic, record)``, both in eval mode with frozen parameters.
     """
     state, record = load_weights(weights_path() if path is None else path, where="load_gan", sha256=sha256,
-                                 remake="train them with `python -m flprivacy.experiments.train_fedinverse_gan`")
+                                 remake="train them with `python -m flbook.experiments.train_fedinverse_gan`")
     arch = record.get("architecture", {})
     G = MnistGenerator(z_dim=arch.get("z_dim", Z_DIM), width=arch.get("width", 32))
     D = WganCritic(width=arch.get("width", 32))

@@ -1,0 +1,35 @@
+"""Where the code that recorded runs executed has moved: the rename map of :mod:`.moves`.
+
+Data only (this module imports nothing). When code moves, add its old and new names here in the
+same commit; a result file whose run executed the moved code then stays current (its code is
+judged at its new home), and a command recorded under an old module name is the command of the
+new one.
+
+* :data:`MODULES`: an old dotted module or package and its new name (a package's submodules
+  follow it).
+* :data:`UNITS`: ``"old.module:name"`` -> ``"new.module:name"`` for a definition that moved to
+  another module on its own.
+* :data:`PROVENANCE_ONLY`: units that compute a record's provenance (which files a run imported,
+  their hashes, the commit, the machine, the run's cost and command) or decide whether a recorded
+  point is still current (``load_point``: it returns a point's recorded data, itself judged by
+  these rules, or None to compute it again), and nothing in a record's ``data``; a change to them
+  cannot change a recorded number, so they are not compared.
+"""
+
+MODULES: dict[str, str] = {
+    "flprivacy.experiments": "flbook.experiments",
+    "flprivacy.ledger": "flbook.ledger",
+}
+
+UNITS: dict[str, str] = {}
+
+PROVENANCE_ONLY: frozenset[str] = frozenset({
+    *(f"flprivacy.experiments:{name}" for name in (
+        "runtime", "machine", "run_command", "git_commit", "source_hash", "_fingerprint",
+        "_imported_library_files", "library_sources", "library_source_units", "started_as_command", "_STARTED")),
+    "flprivacy.experiments.points:load_point",
+    "flprivacy.experiments.fingerprint:*",
+    "flprivacy.experiments.moves:*",
+    "flprivacy.experiments.renames:*",
+    "flprivacy.experiments.canary:*",
+})
