@@ -6,7 +6,8 @@ Modules (named for what they hold):
 - :mod:`flprivacy.validation`    argument checks with clear errors; non-finite and divergence checks
 - :mod:`flprivacy.models`        models as functions of a flat parameter vector θ
 - :mod:`flprivacy.stack`         many parameter vectors of a linear-layer model evaluated at once
-- :mod:`flprivacy.federation`    FedAvg (Algorithms 1-2) and the clients' local training
+- :mod:`flprivacy.clients`       a client's data and her local update (Algorithm 2)
+- :mod:`flprivacy.federation`    FedAvg's server loop (Algorithm 1) over those clients
 - :mod:`flprivacy.batched`       the same local training for all clients at once
 - :mod:`flprivacy.log`           the message log: what was sent and returned, with its write API
 - :mod:`flprivacy.threats`       what each adversary sees: eavesdropper, active server, curious client

@@ -1,14 +1,14 @@
 """FedAvg's local update (Diana et al. 2025, Alg. 2) for many clients, and many models per
 client, at once.
 
-:func:`flprivacy.federation.local_sgd` trains one client: K = E⌈S_c/B⌉ steps of
+:func:`flprivacy.clients.local_sgd` trains one client: K = E⌈S_c/B⌉ steps of
 θ ← θ − η ∇ (1/B) Σ_{i ∈ batch} ℓ(θ, x_i, y_i). When clients run the same
-:class:`~flprivacy.federation.LocalSGD` on the same architecture, their steps are the same
+:class:`~flprivacy.clients.LocalSGD` on the same architecture, their steps are the same
 arithmetic on different parameter vectors, so :func:`local_sgd_many` runs them as one tensor
 program: each step's mini-batches gathered into one ``(C·M, B, p)`` block (clients of different
 sizes padded, the padding masked out of the mean), and the loss and its gradient evaluated by
 :class:`flprivacy.stack.LinearStack` with batched matrix products. Each client keeps her own
-random stream: her mini-batches are drawn by :func:`~flprivacy.federation.batch_schedule` from
+random stream: her mini-batches are drawn by :func:`~flprivacy.clients.batch_schedule` from
 her own generator, exactly as the per-client path draws them, so the two give the same models
 up to floating-point rounding (the order of the sums differs).
 
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from .federation import ClientData, LocalSGD, batch_schedule, check_clients
+from .clients import ClientData, LocalSGD, batch_schedule, check_clients
 from .models import FLModel
 from .stack import LinearStack
 from .validation import as_tensor
@@ -43,7 +43,7 @@ def supports(model: FLModel) -> bool:
 def local_sgd_many(stack: LinearStack, thetas: Sequence[Tensor], clients: Sequence[ClientData], local: LocalSGD,
                    gens: Sequence[torch.Generator]) -> list[Tensor]:
     """The local update (Alg. 2) of every client c applied to her M models ``thetas[c]``
-    ``(M, d)`` at once: what :func:`flprivacy.federation.local_sgd` does to each row, with one
+    ``(M, d)`` at once: what :func:`flprivacy.clients.local_sgd` does to each row, with one
     shuffling per client (``gens[c]``) shared by her M models. All clients step together
     (mini-batches padded to B rows and masked); a client stops after her K_c = E⌈S_c/B⌉ steps."""
     check_clients(clients, "local_sgd_many", same_width=True)
@@ -74,7 +74,7 @@ def minibatch_steps(stack: LinearStack, theta: Tensor, clients: Sequence[ClientD
     live client's batch loss at ``theta[sel]`` is passed as ``update(sel, k, g)``, which changes
     ``theta[sel]`` in place (``sel`` is ``slice(None)`` while every client steps, else the index
     of the clients still stepping: client c takes K_c = E⌈S_c/B⌉ steps). Batches are drawn by
-    :func:`~flprivacy.federation.batch_schedule` from ``gens[c]`` (one shuffling per client,
+    :func:`~flprivacy.clients.batch_schedule` from ``gens[c]`` (one shuffling per client,
     shared by her M models), padded to B rows and masked. :func:`local_sgd_many` is the SGD
     step; :func:`flprivacy.optimum.tuned_local_models` Adam with weight decay."""
     C, M = theta.shape[0], theta.shape[1]

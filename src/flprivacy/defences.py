@@ -62,7 +62,7 @@ class _ClientDP:
 class DPLocalSGD:
     """Client c's local update as DP-SGD through Opacus (Diana App. C.4; Abadi et al. 2016).
 
-    A :class:`flprivacy.federation.LocalTrainer`: ``run_fedavg(..., local=DPLocalSGD(...))``.
+    A :class:`flprivacy.clients.LocalTrainer`: ``run_fedavg(..., local=DPLocalSGD(...))``.
     One instance keeps one Opacus ``PrivacyEngine`` per client (keyed by the client's data
     object), so that its accountant covers all rounds of the run.
 

@@ -16,8 +16,8 @@ Everything is a thin layer on Flower's own extension points, not a fork:
   :class:`flprivacy.attacks.active.AdamActive`, Alg. 4) it is the active, malicious server: it
   replaces the model sent to the target clients and keeps their replies out of the aggregate.
 - :func:`client_app` is a Flower ``ClientApp`` whose ``train`` handler runs the book's local
-  update (:class:`~flprivacy.federation.LocalSGD`, or any
-  :class:`~flprivacy.federation.LocalTrainer`) on the client's partition.
+  update (:class:`~flprivacy.clients.LocalSGD`, or any
+  :class:`~flprivacy.clients.LocalTrainer`) on the client's partition.
 - :func:`server_app` is a Flower ``ServerApp`` that learns which node holds which partition and
   runs the strategy.
 - :class:`InProcessGrid` is a Flower ``Grid`` (the ServerApp's transport) that hands each

@@ -1,4 +1,4 @@
-"""Plausible bugs in FedAvg (flprivacy.federation: Diana Alg. 1-2) beyond those of part12.py and
+"""Plausible bugs in FedAvg (flprivacy.federation and flprivacy.clients: Diana Alg. 1-2) beyond those of part12.py and
 reliability.py: the mini-batch schedule of Alg. 2, the sampling and weighting of Alg. 1, what the
 log records, the seeds.
 
@@ -10,16 +10,17 @@ Run in a private clone (it edits files in place):
 from tools.mutation import Mutant, pytest_command
 
 FED = "src/flprivacy/federation.py"
+CLI = "src/flprivacy/clients.py"
 
 TESTS = pytest_command("tests/test_federation.py", "tests/test_part2_common.py", "tests/test_batched.py")
 
 MUTANTS = [
-    Mutant("steps_floor", FED, "    return epochs * math.ceil(n_samples / B)\n", "    return epochs * (n_samples // B)\n",
+    Mutant("steps_floor", CLI, "    return epochs * math.ceil(n_samples / B)\n", "    return epochs * (n_samples // B)\n",
            "Alg. 2: K = E⌈S_c/B⌉, the last partial batch is a step"),
-    Mutant("last_partial_batch_dropped", FED, "            batches = order.split(B)\n",
+    Mutant("last_partial_batch_dropped", CLI, "            batches = order.split(B)\n",
            "            batches = order[: n_samples - n_samples % B].split(B) if n_samples % B else order.split(B)\n",
            "every sample is in one batch of each epoch"),
-    Mutant("steps_ignored_by_local_sgd", FED,
+    Mutant("steps_ignored_by_local_sgd", CLI,
            "    for idx in batch_schedule(n, epochs=epochs, batch_size=batch_size, steps=steps, shuffle=shuffle,\n",
            "    for idx in batch_schedule(n, epochs=epochs, batch_size=batch_size, steps=None, shuffle=shuffle,\n",
            "Xu & Neglia's local steps: exactly K SGD steps"),
@@ -41,7 +42,7 @@ MUTANTS = [
     Mutant("client_trains_a_copy_of_global", FED, "                    returned = local(model, sent.clone(), clients[c], client_gens[c]).detach()\n",
            "                    returned = local(model, theta.clone(), clients[c], client_gens[c]).detach()\n",
            "a client trains the model it was sent (a forged one under attack)"),
-    Mutant("inversion_step_sign", FED, "            theta = theta - lr * model.grad(theta, Xb, yb, create_graph=True)\n",
+    Mutant("inversion_step_sign", CLI, "            theta = theta - lr * model.grad(theta, Xb, yb, create_graph=True)\n",
            "            theta = theta + lr * model.grad(theta, Xb, yb, create_graph=True)\n",
            "the differentiable replay (gradient inversion) takes descent steps"),
 ]

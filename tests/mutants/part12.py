@@ -10,6 +10,7 @@ Each mutant breaks one equation's constant, sign, normalisation or step; ``why``
 from tools.mutation import Mutant, pytest_command
 
 FED = "src/flprivacy/federation.py"
+CLI = "src/flprivacy/clients.py"
 LOG = "src/flprivacy/log.py"
 REC = "src/flprivacy/attacks/reconstruction.py"
 BND = "src/flprivacy/bounds.py"
@@ -28,10 +29,10 @@ MUTANTS = [
     Mutant("size_weights_uniform", FED, "w = torch.tensor([c.n for c in clients], dtype=torch.float64)",
            "w = torch.ones(len(clients), dtype=torch.float64)", "eq. 1: p_c ∝ S_c replaced by 1/|C|"),
     # ---- Alg. 2 (client): K = E⌈S_c/B⌉ steps of mini-batch SGD, reshuffled every epoch ------------------------
-    Mutant("no_reshuffle", FED,
+    Mutant("no_reshuffle", CLI,
            "order = torch.randperm(n_samples, generator=generator) if shuffle else torch.arange(n_samples)",
            "order = torch.arange(n_samples)", "Alg. 2: mini-batches never reshuffled"),
-    Mutant("sgd_lr_halved", FED, "theta = theta.detach() - lr * g", "theta = theta.detach() - 0.5 * lr * g",
+    Mutant("sgd_lr_halved", CLI, "theta = theta.detach() - lr * g", "theta = theta.detach() - 0.5 * lr * g",
            "Alg. 2: step θ ← θ - η g with half the learning rate"),
     Mutant("local_steps_floor", BND, "return E * -(-S_c // min(B, S_c))", "return E * (S_c // min(B, S_c))",
            "K = E⌈S_c/B⌉: floor instead of ceiling"),
@@ -43,7 +44,7 @@ MUTANTS = [
            "Alg. 3 line 2: Θ_out's column of ones doubled (θ̂ off by a factor 2)"),
     Mutant("error_estimate_normal_kappa", REC, "(cond * cond if method == \"normal\" else cond) * eps64",
            "(cond if method == \"normal\" else cond) * eps64", "normal equations lose κ², not κ"),
-    Mutant("least_squares_sgd_factor", FED, "(2.0 / Xb.shape[0])", "(1.0 / Xb.shape[0])",
+    Mutant("least_squares_sgd_factor", CLI, "(2.0 / Xb.shape[0])", "(1.0 / Xb.shape[0])",
            "∇L_c = (2/S_c) Xᵀ(Xθ - y): factor 2 dropped"),
     # ---- Prop. 1 and Theorem 1 --------------------------------------------------------------------------------
     Mutant("prop1_twice_too_strong", BND, "return 1.0 - 4.0 * mse / theta_s**2", "return 1.0 - 2.0 * mse / theta_s**2",

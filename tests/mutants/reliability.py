@@ -6,7 +6,7 @@ from tools.mutation import Mutant, pytest_command
 TESTS = pytest_command("tests/test_reliability.py", "tests/test_bad_inputs.py", "tests/test_federation.py")
 
 MUTANTS = [
-    Mutant("local_sgd_no_finite_check", "src/flprivacy/federation.py",
+    Mutant("local_sgd_no_finite_check", "src/flprivacy/clients.py",
            "    if not create_graph and not bool(torch.isfinite(theta).all()):",
            "    if False:", "no silent NaN: diverged local training must raise"),
     Mutant("fedavg_no_returned_check", "src/flprivacy/log.py",

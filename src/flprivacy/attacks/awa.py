@@ -121,7 +121,7 @@ def client_update(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, *, lr: fl
     fresh random permutation of the N images split into ``batches`` mini-batches of N/B, one
     SGD step of size ``lr`` per mini-batch (eq. 3).
 
-    Each epoch is :func:`flprivacy.federation.local_sgd` on the permuted images, so this is the
+    Each epoch is :func:`flprivacy.clients.local_sgd` on the permuted images, so this is the
     library's client with its reshuffling made visible.
 
     Returns:

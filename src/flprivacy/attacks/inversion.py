@@ -20,7 +20,7 @@ searches for dummy images X̂ whose *replayed* local training yields the same up
   E[δ(τ)] = τ(τ-1)/2 · η² · (K-1)/N · Cov(J, g) + O(η³) (:func:`super_client_divergence`,
   :func:`jacobian_gradient_covariance`, :func:`lemma1_prediction`).
 
-The replay is :func:`flprivacy.federation.local_sgd` with ``create_graph=True``: second-order
+The replay is :func:`flprivacy.clients.local_sgd` with ``create_graph=True``: second-order
 autograd through τ full-batch gradient steps.
 """
 
