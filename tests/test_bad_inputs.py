@@ -109,7 +109,7 @@ SKIP: dict[str, str] = {
     **{k: "an exception or warning class" for k in (
         "data.files.DataNotFoundError", "data.files.ChecksumError", "data.images.DataSourceWarning",
         "validation.NonFiniteError", "validation.DivergenceWarning")},
-    "federation.LocalTrainer": "a typing Protocol (no code)",
+    "clients.LocalTrainer": "a typing Protocol (no code)",
     "threats.Adversary": "an abstract base class with no arguments",
     "models.LeNet5": "the nn.Module behind lenet5(), which is covered",
     "attacks.reconstruction.UpdateMapping": "the network G of learned_mapping_reconstruction, which is covered",
@@ -225,6 +225,7 @@ def _R(func, post=None, accept=None, compare=True):
 
 def recipes() -> dict[str, Recipe]:
     from flprivacy import batched, bounds, config, federation, metrics, models, optimum, threats
+    from flprivacy import clients as client_side
     from flprivacy.attacks import active, gradient_aia, inversion, model_based_aia, reconstruction
     from flprivacy.data import attributes
     from flprivacy.stack import LinearStack
@@ -240,20 +241,20 @@ def recipes() -> dict[str, Recipe]:
 
     shape_free = {"wrong_shape": "any shape is valid input", "empty": "any shape is valid input"}
     # federation
-    add("federation.n_local_steps", federation.n_local_steps, lambda: dict(n_samples=10, epochs=2, batch_size=3))
-    add("federation.batch_schedule", federation.batch_schedule, lambda: dict(n_samples=10, epochs=1, batch_size=3),
+    add("clients.n_local_steps", client_side.n_local_steps, lambda: dict(n_samples=10, epochs=2, batch_size=3))
+    add("clients.batch_schedule", client_side.batch_schedule, lambda: dict(n_samples=10, epochs=1, batch_size=3),
         post=list)
-    add("federation.local_sgd", federation.local_sgd,
+    add("clients.local_sgd", client_side.local_sgd,
         lambda: dict(model=F()["lin"], theta=F()["theta"], X=F()["clients"][0].X, y=F()["clients"][0].y, lr=0.05))
     add("federation.client_weights", federation.client_weights, lambda: dict(clients=F()["clients"], weighting="size"))
     add("federation.run_fedavg", federation.run_fedavg,
         lambda: dict(model=F()["lin"], clients=F()["clients"], rounds=2, local=F()["LocalSGD"](lr=0.05), seed=0,
                      server_lr=1.0), compare=True)
-    add("federation.ClientData", federation.ClientData, lambda: dict(X=F()["clients"][0].X, y=F()["clients"][0].y),
+    add("clients.ClientData", client_side.ClientData, lambda: dict(X=F()["clients"][0].X, y=F()["clients"][0].y),
         accept={"X:other_dtype": "data may be any float dtype (the model casts it)",
                 "X:wrong_shape": "a client's data knows no model; run_fedavg checks X against the model",
                 "y:other_dtype": "targets may be any float dtype (the loss casts them)"}, compare=False)
-    add("federation.LocalSGD", federation.LocalSGD, lambda: dict(lr=0.1, epochs=1, batch_size=4))
+    add("clients.LocalSGD", client_side.LocalSGD, lambda: dict(lr=0.1, epochs=1, batch_size=4))
     # models
     add("models.linear_regression", models.linear_regression, lambda: dict(n_features=3), compare=False)
     add("models.logistic_regression", models.logistic_regression, lambda: dict(n_features=3, n_classes=2), compare=False)
@@ -444,13 +445,13 @@ def recipes() -> dict[str, Recipe]:
     add("config.server_generator", config.server_generator, lambda: dict(seed=0))
     add("models.design", models.design, lambda: dict(X=F()["clients"][0].X),
         accept={"wrong_shape": "any number of features is a valid design"})
-    add("federation.LeastSquaresSGD", federation.LeastSquaresSGD, lambda: dict(lr=0.05, epochs=1, batch_size=8))
+    add("clients.LeastSquaresSGD", client_side.LeastSquaresSGD, lambda: dict(lr=0.05, epochs=1, batch_size=8))
     add("optimum.least_squares_optimum", optimum.least_squares_optimum, lambda: dict(data=F()["clients"][0]))
     add("optimum.regularised_optimum", optimum.regularised_optimum,
         lambda: dict(model=F()["lin"], data=F()["clients"][0], l2=1e-3, iterations=5))
     add("config.client_generator", config.client_generator, lambda: dict(seed=0, client=1))
     add("batched.supports", batched.supports, lambda: dict(model=F()["lin"]))
-    add("federation.check_clients", federation.check_clients, lambda: dict(clients=F()["clients"], where="test"))
+    add("clients.check_clients", client_side.check_clients, lambda: dict(clients=F()["clients"], where="test"))
     add("batched.local_sgd_many", batched.local_sgd_many,
         lambda: dict(stack=LinearStack(F()["lin"]), thetas=[F()["theta"].expand(2, -1).clone() for _ in range(3)],
                      clients=F()["clients"], local=F()["LocalSGD"](lr=0.05),
