@@ -25,13 +25,11 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from .batched import local_sgd_many, supports
 from .clients import (  # noqa: F401 - the client side (Alg. 2), importable from here too
     ClientData, LeastSquaresSGD, LocalSGD, LocalTrainer, batch_schedule, check_clients, local_sgd, n_local_steps)
 from .config import client_generator, server_generator
 from .log import ClientMessages, Exchange, GlobalModels, MessageLog  # noqa: F401 - the log's types, importable from here too
 from .models import FLModel
-from .stack import LinearStack
 from .validation import DIVERGENCE_FACTOR, DivergenceWarning, NonFiniteError, check_finite, check_int, check_positive, check_seed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,6 +149,8 @@ def run_fedavg(
         raise ValueError(f"{where}: clients[0].X does not fit the model: {e}") from None
 
     if batched:
+        from .batched import local_sgd_many, supports
+        from .stack import LinearStack
         if not isinstance(local, LocalSGD):
             raise ValueError(f"{where}: batched=True needs local=LocalSGD(...) (got {type(local).__name__}); "
                              "use batched=False for other local trainers.")

@@ -21,7 +21,11 @@ MODULES: dict[str, str] = {
     "flprivacy.ledger": "flbook.ledger",
 }
 
-UNITS: dict[str, str] = {}
+UNITS: dict[str, str] = {
+    **{f"flprivacy.federation:{name}": f"flprivacy.clients:{name}" for name in (
+        "ClientData", "n_local_steps", "batch_schedule", "local_sgd", "LocalTrainer", "LocalSGD", "LeastSquaresSGD",
+        "check_clients")},
+}
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({
     *(f"flprivacy.experiments:{name}" for name in (
