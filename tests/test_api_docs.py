@@ -18,17 +18,20 @@ from pathlib import Path
 
 import yaml
 
+import flbook
 import flprivacy
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def library_modules() -> list[str]:
-    # The same list as the API page: library modules, not the experiment commands or private ones.
-    names = sorted(m.name for m in pkgutil.walk_packages(flprivacy.__path__, "flprivacy.")
-                   if ".experiments." not in m.name and not m.name.rsplit(".", 1)[-1].startswith("_"))
+    # The same list as the API page: the library's modules and the book package's, not the
+    # experiment commands or private ones.
+    names = [m for pkg in (flprivacy, flbook) for m in [pkg.__name__, *sorted(
+        m.name for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
+        if ".experiments." not in m.name and not m.name.rsplit(".", 1)[-1].startswith("_"))]]
     out = []
-    for m in ["flprivacy", *names]:
+    for m in names:
         try:
             importlib.import_module(m)
         except ImportError:  # an optional extra that is not installed (Flower)

@@ -54,7 +54,7 @@ def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
 
 def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_path):
     """A run of hours records the code it imported, not a commit made while it ran."""
-    from flprivacy import experiments
+    from flbook import experiments
 
     fresh = subprocess.run([sys.executable, "-c", "import flbook.experiments as e; "
                             "print(e.git_commit.cache_info().currsize)"], capture_output=True, text=True, check=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from flprivacy import ledger as L
+from flbook import ledger as L
 from flbook.ledger import referee as R
 
 ROOT = Path(__file__).resolve().parents[1]

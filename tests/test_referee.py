@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from flprivacy import ledger as L
+from flbook import ledger as L
 from flbook.ledger import referee as R
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -310,5 +310,5 @@ def test_a_stand_ins_short_name_drops_its_details():
 
 def test_long_names_in_verdict_tables_can_wrap():
     assert R._breakable("flbook.experiments.part4_factors 0.309 a/b") == \
-        "flprivacy.\u200bexperiments.\u200bpart4_\u200bfactors 0.309 a/\u200bb"
+        "flbook.\u200bexperiments.\u200bpart4_\u200bfactors 0.309 a/\u200bb"
     assert R._breakable(3.5) == 3.5

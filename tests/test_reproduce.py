@@ -42,7 +42,7 @@ def _planned() -> set[tuple[str, str]]:
 def test_every_file_the_diana_and_xu_ledger_rows_read_is_planned(monkeypatch):
     """Build the two papers' ledger rows with a spy on the result files they read: each (name, scale)
     must be a planned job, else `make reproduce` would leave that row stale or "not run"."""
-    from flprivacy import ledger
+    from flbook import ledger
 
     real, seen = ledger.record_or_none, set()
 
@@ -63,7 +63,7 @@ def test_every_file_the_diana_and_xu_ledger_rows_read_is_planned(monkeypatch):
 
 
 def _experiment_modules() -> list[str]:
-    from flprivacy import experiments
+    from flbook import experiments
 
     return sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if re.match(r"part[23]_", m.name))
 
@@ -484,7 +484,7 @@ def test_units_of_every_library_file_ignore_docstrings_and_layout():
     from pathlib import Path
 
     src = Path(FP.__file__).resolve().parents[2]
-    files = sorted(p.relative_to(src).as_posix() for p in (src / "flprivacy").rglob("*.py"))
+    files = sorted(p.relative_to(src).as_posix() for pkg in ("flprivacy", "flbook") for p in (src / pkg).rglob("*.py"))
     assert len(files) > 50
     for rel in files:
         text = (src / rel).read_text()
@@ -651,6 +651,14 @@ def test_an_added_unit_the_run_reaches_or_a_changed_import_makes_it_stale(tmp_pa
     assert not current and "flbook/ledger.py:SEED changed" in why
 
 
+def renamed(rel: str) -> str:
+    """A recorded file's path as the rename map names it now."""
+    from flbook.experiments.moves import renames
+
+    module = renames().module(rel.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
+    return module.replace(".", "/") + ("/__init__.py" if rel.endswith("__init__.py") else ".py")
+
+
 def test_the_ledger_can_change_without_staling_part_iii(tmp_path):
     """On real code: Table 1's run imported the ledger for the paper's numbers only, so an edit to
     how the ledger judges Fig. 3 leaves it current; an edit to the pipeline it ran does not."""
@@ -661,10 +669,11 @@ def test_the_ledger_can_change_without_staling_part_iii(tmp_path):
     from flbook.experiments import results_dir
 
     src = Path(FP.__file__).resolve().parents[2]
-    shutil.copytree(src / "flprivacy", tmp_path / "flprivacy", ignore=shutil.ignore_patterns("__pycache__"))
+    for pkg in ("flprivacy", "flbook"):
+        shutil.copytree(src / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     recorded = json.loads((results_dir() / "part3_table1_medical.json").read_text())["sources"]
     own = "flbook/experiments/part3_table1.py"
-    files = [rel for rel in recorded if (tmp_path / rel).is_file()] + [own]
+    files = sorted({renamed(rel) for rel in recorded if (tmp_path / renamed(rel)).is_file()} | {own})
     sources = {rel: FP._sha(tmp_path / rel) for rel in files}
     units = {rel: FP.source_units((tmp_path / rel).read_bytes()) for rel in files}
 
@@ -750,7 +759,7 @@ def test_record_status_judges_any_record_as_status_judges_a_planned_one():
     job = next(j for j in R.PLAN if j.result == "part2_theorem1")
     rec = json.loads(R.result_path(job.result, job.scale).read_text())
     assert R.record_status(rec) == R.record_status(rec, job.module) == R.status(job)
-    gone = {**rec, "sources": {**rec["sources"], "flprivacy/no_such_file.py": "0" * 16}}
+    gone = {**rec, "sources": {"flprivacy/no_such_file.py": "0" * 16, **rec["sources"]}}
     ok, why = R.record_status(gone)
     assert not ok and "no_such_file.py removed since the run" in why
     ok, why = R.record_status({"command": "python -m elsewhere"})

@@ -18,9 +18,9 @@ TESTS = pytest_command("tests/test_points.py")
 
 MUTANTS = [
     # ---- when a point is reused ------------------------------------------------------------------------
-    Mutant("reuse_ignores_arguments", PTS, 'rec.get("args") != point.recorded_args() or ', "",
+    Mutant("reuse_ignores_arguments", PTS, ' or rec.get("args") != point.recorded_args()\n', "\n",
            "a point with other arguments is another computation"),
-    Mutant("reuse_ignores_scale", PTS, ' or rec.get("scale") != scale_:', ":",
+    Mutant("reuse_ignores_scale", PTS, '            or rec.get("scale") != scale_):', "            ):",
            "a quick-scale point never stands in for a paper-scale one"),
     Mutant("reuse_ignores_library_code", PTS, "    return rec if same else None", "    return rec",
            "a point made by other library code is stale (the rule reproduce applies to result files)"),

@@ -188,7 +188,9 @@ def _src_root() -> Path:
 
 
 def _module_of(record: dict[str, Any]) -> str | None:
-    words = shlex.split(str(record.get("command") or ""))
+    from .moves import rename_command, renames
+
+    words = shlex.split(rename_command(str(record.get("command") or ""), renames()))  # as named now
     for a, b in zip(words, words[1:]):
         if a == "-m" and b.startswith("flbook.experiments."):
             return b.removeprefix("flbook.experiments.")

@@ -56,6 +56,9 @@ from pathlib import Path
 
 from .fingerprint import MAIN_GUARD, MODULE, _global_names, _inert, _is_main_guard, _parse, _units, reachable_units
 
+UNAVAILABLE = "the run's code is not available"
+"""How :func:`check_moved`'s reason starts when git cannot give back the code a run recorded."""
+
 LIBRARY_PACKAGES = ("flprivacy", "flbook")
 """Top-level packages whose files a record lists (the library and the book's reproduction package)."""
 
@@ -375,9 +378,9 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
         for rel, sha in sources.items():
             found = old.file(module_of(rel))
             if found is None or found[0] != rel:
-                return False, f"{rel} at commit {commit[:12]} is not in git (a shallow clone?)"
+                return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not in git (a shallow clone?)"
             if hashlib.sha256(found[1]).hexdigest()[:len(sha)] != sha:
-                return False, f"{rel} at commit {commit[:12]} is not the file the run recorded"
+                return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not the file the run recorded"
             info = old.units(module_of(rel))
             if info is None:
                 return False, f"{rel} at commit {commit[:12]} does not parse"
@@ -520,14 +523,17 @@ def moved_status(record: Mapping, entries: list[tuple[str, str]], own: tuple[str
                  ) -> tuple[bool, str]:
     """:func:`check_moved` for a result or point record: its ``sources`` (plus ``own``, the
     command's own module ``(file, hash)`` that a run as ``__main__`` does not list) at its
-    ``commit``, from ``entries``, against the working tree, modulo :func:`renames`."""
+    ``commit``, from ``entries``, against the working tree, modulo :func:`renames`. The reason is
+    empty when git cannot give the run's code (an unknown, uncommitted or absent commit): the
+    caller's own reason then stands."""
     from flprivacy.config import project_root
 
     commit = str(record.get("commit") or "")
     if not commit or commit == "unknown" or commit.endswith("+dirty"):
-        return False, f"its commit {commit[:12]!r} does not say which code it ran"
+        return False, ""
     sources = dict(record.get("sources") or {})
     if own is not None:
         sources[own[0]] = own[1]
     root = project_root()
-    return check_moved(sources, commit, entries, renames(), root, Path(__file__).resolve().parents[2])
+    current, why = check_moved(sources, commit, entries, renames(), root, Path(__file__).resolve().parents[2])
+    return current, "" if why.startswith(UNAVAILABLE) else why

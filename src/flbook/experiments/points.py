@@ -107,7 +107,8 @@ def load_point(path: Path, point: Point, scale_: str) -> dict[str, Any] | None:
     own = f"{own}.py" if f"{own}.py" in rec["sources"] else f"{own}/__init__.py"
     same, why = check_sources(rec["sources"], units, _src_root(), [(own, name)] if units is not None else None)
     if not same:
-        same, why = moved_status(rec, [(own, name)])  # the same code, moved or renamed since
+        same, moved_why = moved_status(rec, [(own, name)])  # the same code, moved or renamed since
+        why = moved_why or why
     if not same:
         from .canary import reverified  # a canary's agreeing, current verification keeps it current
 

@@ -307,7 +307,7 @@ def record_status(record: dict[str, Any], module: str | None = None) -> tuple[bo
             return True, "current (its code has moved since the run; judged where it lives now)"
         from .canary import reverified  # a canary's agreeing, current verification keeps it current
 
-        return reverified(record, why)
+        return reverified(record, why or changed)
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
     return True, "current"
