@@ -128,7 +128,7 @@ def test_a_command_mismatch_is_never_reverified(files, monkeypatch, capsys):
     other = R.Job("demo", "part2_toy", ("--seeds", "3"), scale="quick")
     current, why = R.status(other)
     assert not current and "another command" in why
-    assert C.can_reverify(other) is None
+    assert R.can_reverify(other) is None
     same = R.Job("demo", "part2_toy", (), scale="quick")
     rec = _load(path)
     rec["command"] = same.command
@@ -136,7 +136,7 @@ def test_a_command_mismatch_is_never_reverified(files, monkeypatch, capsys):
     assert R.status(same)[0]  # re-verified
     del rec["verifications"]
     path.write_text(json.dumps(rec))
-    assert C.can_reverify(same) == "point seed=0"
+    assert R.can_reverify(same) == "point seed=0"
     monkeypatch.setattr(R, "PLAN", (same, other))
     R.main(["--dry-run"])
     assert "stale; a canary can re-verify it: point seed=0" in capsys.readouterr().out

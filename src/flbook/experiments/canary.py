@@ -26,6 +26,7 @@ Two kinds of canary:
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -317,9 +318,11 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
     if module is not None:
         own = f"flbook/experiments/{module}.py"
         if own not in rec_sources:
-            from .reproduce import module_at_commit
+            from .fingerprint import source_units
+            from .moves import file_at_commit
 
-            at = module_at_commit(str(record.get("commit") or ""), own)
+            text = file_at_commit(str(record.get("commit") or ""), own)
+            at = None if text is None else (hashlib.sha256(text).hexdigest()[:16], source_units(text))
             if at is None:
                 out.append(f"{own} (not in the record, and its commit does not give it)")
             else:
@@ -453,45 +456,3 @@ def reverified(record: dict[str, Any], why: str) -> tuple[bool, str]:
     return True, (f"current (re-verified {str(last.get('date'))[:10]} by {last.get('canary')}: max rel. dev. "
                   f"{last.get('max_rel_deviation', 0):.1g}, max abs. dev. {last.get('max_abs_deviation', 0):.1g}, "
                   f"within rel. {tol.get('rel')} + abs. {tol.get('abs')})")
-
-
-def can_reverify(job: Any) -> str | None:
-    """For a planned ``reproduce.Job``: the canary that can re-verify its file, when the file
-    exists, records the planned command, is stale because code changed, and has a canary; else None."""
-    from .reproduce import _without_jobs, record_status
-    from . import result_path
-
-    path = result_path(job.result, job.scale)
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if not isinstance(record, dict) or _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
-        return None
-    if record_status(record, job.module)[0]:
-        return None
-    t = target(path, record)
-    return None if t is None else t.canary
-
-
-def verify_plan(plan: list[Any]) -> list[dict[str, Any]]:
-    """``reproduce --verify``: run the canary of every planned file that :func:`can_reverify`, and
-    print per file its canary, seconds, deviations and verdict."""
-    from . import result_path
-
-    out = []
-    for job in plan:
-        which = can_reverify(job)
-        if which is None:
-            continue
-        v = verify(result_path(job.result, job.scale), job.module)
-        verdict = ("agrees" if v.agrees else f"disagrees at {v.comparison.worst}") + \
-            (f"; does not reach {v.uncovered[0]}" if v.uncovered else "")
-        print(f"{job.file}: {which}, {v.seconds:.1f} s, max abs. dev. {v.comparison.max_abs:.2g}, "
-              f"max rel. dev. {v.comparison.max_rel:.2g}: {verdict}")
-        out.append({"result": job.file, "canary": which, "seconds": v.seconds, "agrees": v.agrees,
-                    "max_abs_deviation": v.comparison.max_abs, "max_rel_deviation": v.comparison.max_rel,
-                    "uncovered": v.uncovered})
-    if not out:
-        print("no stale planned file with a canary")
-    return out

@@ -197,6 +197,16 @@ class OldTree(Tree):
         return OldTree._blobs[key]
 
 
+def file_at_commit(commit: str, rel: str) -> bytes | None:
+    """The bytes of ``src/<rel>`` at ``commit`` (None when git does not have it, or the commit is
+    unknown or "+dirty": the file a run read may then differ from the commit's)."""
+    from flprivacy.config import project_root
+
+    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+        return None
+    return OldTree(commit, project_root())._read(rel)
+
+
 def _absolute(node: ast.ImportFrom, dotted: str, is_package: bool) -> str:
     """The absolute module an ``ImportFrom`` of module ``dotted`` imports from."""
     if not node.level:

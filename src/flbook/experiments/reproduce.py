@@ -366,6 +366,49 @@ def plan_record(plan: list[Job] | None = None) -> dict[str, Any]:
 
 
 #: The interpreter each job runs under (a test may point it at a stand-in).
+def can_reverify(job: Job) -> str | None:
+    """For a planned :class:`Job`: the canary that can re-verify its file, when the file
+    exists, records the planned command, is stale because code changed, and has a canary; else None."""
+    import json
+
+    from .canary import target
+
+    path = result_path(job.result, job.scale)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(record, dict) or _without_jobs(str(record.get("command"))) != _without_jobs(job.command):
+        return None
+    if record_status(record, job.module)[0]:
+        return None
+    t = target(path, record)
+    return None if t is None else t.canary
+
+
+def verify_plan(plan: list[Job]) -> list[dict[str, Any]]:
+    """``reproduce --verify``: run the canary of every planned file that :func:`can_reverify`, and
+    print per file its canary, seconds, deviations and verdict."""
+    from .canary import verify
+
+    out = []
+    for job in plan:
+        which = can_reverify(job)
+        if which is None:
+            continue
+        v = verify(result_path(job.result, job.scale), job.module)
+        verdict = ("agrees" if v.agrees else f"disagrees at {v.comparison.worst}") + \
+            (f"; does not reach {v.uncovered[0]}" if v.uncovered else "")
+        print(f"{job.file}: {which}, {v.seconds:.1f} s, max abs. dev. {v.comparison.max_abs:.2g}, "
+              f"max rel. dev. {v.comparison.max_rel:.2g}: {verdict}")
+        out.append({"result": job.file, "canary": which, "seconds": v.seconds, "agrees": v.agrees,
+                    "max_abs_deviation": v.comparison.max_abs, "max_rel_deviation": v.comparison.max_rel,
+                    "uncovered": v.uncovered})
+    if not out:
+        print("no stale planned file with a canary")
+    return out
+
+
 PYTHON = sys.executable
 #: Where each job's output goes while it runs (``<result>.log``, overwritten by the next run of that job).
 LOG_DIR = Path("_build") / "reproduce-logs"
@@ -475,13 +518,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             p.error(f"--only: unknown results {unknown}; choose from {[j.file for j in PLAN]}")
         plan = [j for j in plan if j.file in set(args.only)]
     if args.verify:
-        from .canary import verify_plan
-
         return {"jobs": [], "verified": verify_plan(plan)}
     if git_commit().endswith("+dirty"):
         print("note: the library has uncommitted changes; the files will record '+dirty' and be rerun next time")
-    from .canary import can_reverify
-
     todo, records = [], []
     for job in plan:
         current, why = status(job)
