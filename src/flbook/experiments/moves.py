@@ -102,7 +102,7 @@ class Renames:
 
     def unit(self, dotted: str, name: str) -> tuple[str, str]:
         """The new ``(module, name)`` of unit ``name`` of old module ``dotted``."""
-        moved = self.units.get(f"{dotted}:{name}")
+        moved = self.units.get(f"{dotted}:{name}") or self.units.get(f"{self.module(dotted)}:{name}")
         if moved is not None:
             module, _, new = moved.partition(":")
             return module, new or name

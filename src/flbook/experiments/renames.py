@@ -8,7 +8,7 @@ new one.
 * :data:`MODULES`: an old dotted module or package and its new name (a package's submodules
   follow it).
 * :data:`UNITS`: ``"old.module:name"`` -> ``"new.module:name"`` for a definition that moved to
-  another module on its own.
+  another module on its own (the old module may be named as it was, or as :data:`MODULES` renames it).
 * :data:`PROVENANCE_ONLY`: units that compute a record's provenance (which files a run imported,
   their hashes, the commit, the machine, the run's cost and command) or decide whether a recorded
   point is still current (``load_point``: it returns a point's recorded data, itself judged by
@@ -25,6 +25,11 @@ UNITS: dict[str, str] = {
     **{f"flprivacy.federation:{name}": f"flprivacy.clients:{name}" for name in (
         "ClientData", "n_local_steps", "batch_schedule", "local_sgd", "LocalTrainer", "LocalSGD", "LeastSquaresSGD",
         "check_clients")},
+    **{f"flbook.ledger.wilson:{name}": f"flbook.papers.wilson:{name}" for name in (
+        "PAPER", "SETTINGS", "CLIENTS_MAIN", "IMAGES_PER_CLIENT", "LOCAL_ITERATIONS", "FL_LR", "ATTACK_LR", "UNEVEN_SPLIT",
+        "FIG7_LPIPS_GAIN_PERCENT", "DUMMY_SCALE_FACTOR", "LEMMA1", "QUOTES")},
+    **{f"flbook.ledger.wilson:{name}": f"flbook.ledger.wilson_shared:{name}" for name in (
+        "CH_CLIENT", "CH_FACTORS", "CH_DIFFUSION", "mean_digit_ssim")},
 }
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({

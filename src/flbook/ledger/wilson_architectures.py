@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import Row, Verdict, at_least, at_most, combine, not_run, record_or_none, row, trend
-from .wilson import PAPER, QUOTES, mean_digit_ssim
+from ..papers.wilson import PAPER, QUOTES
+from .wilson_shared import mean_digit_ssim
 
 CHAPTER = "part4/deeper_models"
 NAME = "part4_architectures"

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import Row, Verdict, at_least, at_most, combine, not_run, record_or_none, row
-from .wilson import PAPER, QUOTES
+from ..papers.wilson import PAPER, QUOTES
 
 CHAPTER = "part4/fedinverse"
 NAME = "wilson_fedinverse"

@@ -30,7 +30,8 @@ from statistics import mean
 from typing import Any
 
 from . import Row, Verdict, at_most, combine, not_run, record_or_none, row, sign
-from .wilson import CH_DIFFUSION, PAPER, QUOTES
+from ..papers.wilson import PAPER, QUOTES
+from .wilson_shared import CH_DIFFUSION
 
 NAME = "wilson_rog"
 FIG8_ID = "Wilson Fig. 8 direct post-processing vs ROG GAN"
