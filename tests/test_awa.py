@@ -515,7 +515,7 @@ def test_resnet18_bo_is_resumable(monkeypatch, tmp_path):
     are not rerun: same values) and adds only the missing ones."""
     from flbook.experiments import awa_table4_resnet18 as t4
 
-    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.results.results_dir", lambda: tmp_path)
     # the plumbing, not ResNet-18 (the GPU runs): a small CNN for the 32x32 client images keeps the test fast
     monkeypatch.setattr(t4, "make_model", lambda name: FLModel(SmallCNN(3, 10, 32, width=4), "cross_entropy"))
     tiny = dict(n_trials=2, n_startup_trials=1, iterations=1, trial_iterations=1, prune=False, report_every=1)
@@ -677,7 +677,7 @@ def test_resnet18_curves_are_the_grid_cell_and_resume(monkeypatch, tmp_path):
     from flbook.experiments import awa_curves_resnet18 as fc
     from flbook.experiments import awa_table4_resnet18 as t4
 
-    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.results.results_dir", lambda: tmp_path)
     monkeypatch.setattr(t4, "make_model", lambda name: FLModel(SmallCNN(3, 10, 32, width=4), "cross_entropy"))
     fc.main(["--models", "resnet18-sigmoid", "--cases", "1", "--iterations", "4", "--every", "2"])
     path = tmp_path / "awa_curves_resnet18" / "resnet18-sigmoid_case1.json"

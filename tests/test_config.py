@@ -38,7 +38,7 @@ def test_old_names_are_refused_naming_the_new_one(monkeypatch):
 
 
 def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
-    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.results.results_dir", lambda: tmp_path)
     monkeypatch.setenv("FLPRIVACY_SCALE", "quick")
     quick = save_result("demo", {"x": 1}, seeds=[3])
     assert quick.name == "demo_quick.json" and not (tmp_path / "demo.json").exists()
@@ -73,7 +73,7 @@ def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_pa
         return real_run(args, *a, **k)
 
     monkeypatch.setattr(experiments.subprocess, "run", run)
-    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.results.results_dir", lambda: tmp_path)
     record = json.loads(save_result("demo", {"x": 1}, seeds=[0]).read_text())
     assert record["commit"] == experiments.git_commit()
 

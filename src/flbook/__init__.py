@@ -5,7 +5,7 @@ nothing of the book; this package holds everything that is about the book's pape
 
 * :mod:`flbook.experiments`: the commands that produce the committed result files
   (``python -m flbook.experiments.<name>``), result I/O with provenance
-  (:func:`~flbook.experiments.save_result`, :func:`~flbook.experiments.load_result`), resumable
+  (:func:`~flbook.experiments.save_result`, :func:`~flbook.results.load_result`), resumable
   points, the ``reproduce`` tool, and the provenance rules (unit fingerprints, moves, canaries);
 * :mod:`flbook.ledger`: every result of the four papers beside ours, with the rule that decides
   each verdict, and the referee that says what each row counts towards.

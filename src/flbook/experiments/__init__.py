@@ -2,7 +2,7 @@
 
 Each script is run as ``python -m flbook.experiments.<name>``, writes its numbers with
 :func:`save_result` into ``book/results/<name>.json`` (committed, with the command that
-made it), and chapters read them back with :func:`load_result`. Numbers in the book come
+made it), and chapters read them back with :func:`~flbook.results.load_result`. Numbers in the book come
 either from a chapter's own code or from such a file.
 """
 
@@ -27,6 +27,8 @@ import torch
 
 from flprivacy.config import SCALE_ENV, SCALES, SEED_ENV, project_root, scale
 
+from ..results import load_result, result_path, results_dir  # noqa: F401 - where result files live, read back
+
 
 _STARTED = (time.perf_counter(), time.process_time())
 """When this package was imported: a command ``python -m flbook.experiments.<name>`` imports it first,
@@ -39,16 +41,6 @@ def runtime() -> dict[str, float]:
     inside ``data`` such as ``seconds_per_iteration`` are measurements, not the run's cost."""
     return {"wall_seconds": round(time.perf_counter() - _STARTED[0], 1),
             "cpu_seconds": round(time.process_time() - _STARTED[1], 1)}
-
-
-def results_dir() -> Path:
-    """``book/results`` in the project checkout."""
-    root = project_root()
-    if root is None:
-        raise FileNotFoundError(
-            "experiment results live in book/results of a flprivacy checkout; run from a clone of the project."
-        )
-    return root / "book" / "results"
 
 
 def machine() -> dict[str, Any]:
@@ -209,19 +201,6 @@ def seeds_command(description: str, argv: Sequence[str] | None, *, quick: int, p
     return args, args.seeds or (paper if scale() == "paper" else quick)
 
 
-def result_path(name: str, scale_: str | None = None) -> Path:
-    """Path of the result file ``name`` at scale ``scale_`` (default: the current scale).
-
-    Paper-scale (and scale-independent ``"fixed"``) results are ``book/results/<name>.json``;
-    a quick-scale run writes ``<name>_quick.json`` instead, so that it can never overwrite
-    the committed paper-scale file.
-    """
-    s = scale() if scale_ is None else scale_
-    if s not in (*SCALES, "fixed"):
-        raise ValueError(f"scale_={s!r}: expected one of {(*SCALES, 'fixed')}")
-    return results_dir() / (f"{name}.json" if s in ("paper", "fixed") else f"{name}_{s}.json")
-
-
 def run_command() -> str:
     """The command line that is running now, as a reader would type it to repeat it.
 
@@ -313,7 +292,7 @@ def library_source_units() -> dict[str, str]:
 
 
 def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: str | None = None) -> Path:
-    """Write ``data`` (JSON-serialisable) to :func:`result_path` with its provenance.
+    """Write ``data`` (JSON-serialisable) to :func:`~flbook.results.result_path` with its provenance.
 
     The record holds the command actually run (:func:`run_command`), the scale, the seeds, the
     UTC date and time, the library version, the git commit, the machine, the run's cost so far
@@ -350,27 +329,6 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
     }
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path
-
-
-def load_result(name: str, scale_: str = "paper") -> dict[str, Any]:
-    """Read a committed result file of scale ``scale_`` (default ``"paper"``).
-
-    Raises:
-        FileNotFoundError: naming the command that produces the file.
-        ValueError: if the file records another scale than the one asked for.
-    """
-    path = result_path(name, scale_)
-    if not path.is_file():
-        env = f"{SCALE_ENV}={scale_} " if scale_ == "paper" else ""
-        raise FileNotFoundError(
-            f"result file {path} not found; produce it with `{env}python -m flbook.experiments.<script>` "
-            "(the chapter names the exact command and scale)."
-        )
-    record = json.loads(path.read_text())
-    if record.get("scale") != scale_:
-        raise ValueError(f"{path} records scale {record.get('scale')!r}, not the {scale_!r} asked for; "
-                         f"rerun its command at {SCALE_ENV}={scale_}.")
-    return record
 
 
 def started_as_command(argv: Sequence[str] | None = None) -> bool:

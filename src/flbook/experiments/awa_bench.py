@@ -39,7 +39,7 @@ from torch import Tensor
 from flprivacy.attacks import awa
 from flprivacy.attacks.inversion import update_distance
 from flprivacy.config import base_seed, child_seed
-from ..ledger.song import TABLE_III
+from ..papers.song import TABLE_III
 from flprivacy.models import resnet18
 from . import (ALLOCATORS, add_threads_option, keep_freed_memory, positive_int, save_result, time_allocators,
                use_threads)

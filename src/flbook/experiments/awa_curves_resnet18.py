@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from ..ledger.song import TABLE_III
+from ..papers.song import TABLE_III
 from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, run_variant
 from .awa_table4_resnet18 import MODELS, client, encode_images, seed

@@ -61,7 +61,7 @@ from torch import Tensor, nn
 from flprivacy.attacks import awa
 from flprivacy.attacks.inversion import _step_schedule, total_variation, update_distance
 from flprivacy.config import base_seed, child_seed, generator
-from ..ledger.song import TABLE_III, TABLE_IV
+from ..papers.song import TABLE_III, TABLE_IV
 from flprivacy.metrics import quality
 from flprivacy.models import FLModel, ResNet18, resnet18, small_cnn
 from . import add_threads_option, keep_freed_memory, positive_int, save_result, use_threads

@@ -32,7 +32,7 @@ import torch
 
 from flprivacy.attacks import awa
 from flprivacy.config import base_seed, child_seed, scale
-from ..ledger.song import TABLE_III
+from ..papers.song import TABLE_III
 from flprivacy.metrics import quality
 from . import add_threads_option, keep_freed_memory, load_result, positive_int, save_result, use_threads
 from .awa_table4 import SETTINGS, observed_case

@@ -49,7 +49,7 @@ from flprivacy.config import at_scale, base_seed, child_seed, generator
 from flprivacy.data import load_cifar10
 from flprivacy.metrics import quality
 from flprivacy.models import resnet18, small_cnn
-from ..ledger.song import TABLE_I, TABLE_III, TABLE_IV
+from ..papers.song import TABLE_I, TABLE_III, TABLE_IV
 from . import add_threads_option, keep_freed_memory, positive_int, save_result, use_threads
 
 #: Song et al., Table IV (ResNet-18, CIFAR-10 32x32, N = 4, 1,000 Adam iterations at 0.1); its home is the ledger.

@@ -66,7 +66,7 @@ import torch
 
 from flprivacy.attacks import awa
 from flprivacy.config import base_seed, child_seed
-from ..ledger.song import CASES, TABLE_III, TABLE_IV
+from ..papers.song import CASES, TABLE_III, TABLE_IV
 from flprivacy.models import FLModel
 from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, make_model, run_variant, scores

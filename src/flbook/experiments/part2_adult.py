@@ -26,7 +26,7 @@ from flprivacy.data import encode, load_adult
 from flprivacy.data.splits import train_val_split, xu_adult_split
 from flprivacy.federation import ClientData
 from . import save_result, seeds_command
-from ..ledger.xu_neglia import PAPER_ADULT
+from ..papers.xu_neglia import PAPER_ADULT
 from flprivacy.optimum import regularised_optimum
 from .part2_common import SETTINGS
 

@@ -33,7 +33,7 @@ from flprivacy.log import ClientMessages
 from flprivacy.models import FLModel
 from flprivacy.optimum import regularised_optimum
 from . import save_result, seeds_command
-from ..ledger.xu_neglia import PAPER_TABLE1
+from ..papers.xu_neglia import PAPER_TABLE1
 from .part2_adult import binary_logistic
 from .part2_common import SETTINGS
 

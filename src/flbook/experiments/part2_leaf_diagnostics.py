@@ -51,7 +51,7 @@ from flprivacy import eavesdrop, logistic_regression, run_fedavg
 from flprivacy.attacks.reconstruction import decode_mapping, follow_mapping, update_span
 from flprivacy.config import generator as make_generator
 from flprivacy.data import leaf_synthetic
-from ..ledger.xu_neglia import PAPER_TABLE1
+from ..papers.xu_neglia import PAPER_TABLE1
 from flprivacy.validation import NonFiniteError
 from . import save_result, seeds_command
 from .part2_common import SETTINGS

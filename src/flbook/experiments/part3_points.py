@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from . import add_threads_option, positive_int, save_result, seed_int, use_threads
-from ..ledger.diana_aia import PAPER_TABLE3
+from ..papers.diana import PAPER_TABLE3
 from .part3_fig3 import PAPER_VALUES, settings_for, values
 from .part3_pipeline import make_task, over_seeds, summarise, table_record
 from .part3_table3 import clip_grid, result_name, run_table3, select_clip_norm, table3_settings

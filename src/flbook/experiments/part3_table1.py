@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from flprivacy.config import at_scale
-from ..ledger.diana_aia import PAPER_TABLE1
+from ..papers.diana import PAPER_TABLE1
 from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, save_table, table_main
 from .part3_pipeline import result_name as _result_name
 

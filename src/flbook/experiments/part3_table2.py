@@ -32,7 +32,7 @@ from flprivacy.attacks.reconstruction import reconstruct_least_squares
 from flprivacy.config import at_scale
 from flprivacy.data.census import FederatedTask, income_a_task, income_l_task, medical_task
 from flprivacy.federation import ClientData, MessageLog
-from ..ledger.diana_aia import PAPER_TABLE2
+from ..papers.diana import PAPER_TABLE2
 from flprivacy.models import linear_regression
 from flprivacy.threats import eavesdrop
 from .part3_pipeline import AIASettings, over_seeds, run_pipeline, save_table, table_main

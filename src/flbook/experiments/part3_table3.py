@@ -40,7 +40,7 @@ from flprivacy.config import at_scale
 from flprivacy.data.census import FederatedTask
 from flprivacy.defences import PAPER_CLIP_GRID, DPLocalSGD
 from flprivacy.federation import FLRun
-from ..ledger.diana_aia import PAPER_TABLE3
+from ..papers.diana import PAPER_TABLE3
 from .part3_pipeline import AIASettings, make_task, over_seeds, run_pipeline, save_table, table_main
 from .part3_pipeline import result_name as _result_name
 from .part3_table1 import settings

@@ -30,6 +30,12 @@ UNITS: dict[str, str] = {
         "FIG7_LPIPS_GAIN_PERCENT", "DUMMY_SCALE_FACTOR", "LEMMA1", "QUOTES")},
     **{f"flbook.ledger.wilson:{name}": f"flbook.ledger.wilson_shared:{name}" for name in (
         "CH_CLIENT", "CH_FACTORS", "CH_DIFFUSION", "mean_digit_ssim")},
+    **{f"flbook.ledger.song:{name}": f"flbook.papers.song:{name}" for name in (
+        "PAPER", "TABLE_I", "CASES", "TABLE_II", "TABLE_III", "TABLE_IV", "QUOTES")},
+    **{f"flbook.ledger.diana_aia:{name}": f"flbook.papers.diana:{name}" for name in (
+        "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE3", "PAPER_FIG1_TEXT")},
+    **{f"flbook.ledger.xu_neglia:{name}": f"flbook.papers.xu_neglia:{name}" for name in ("PAPER_TABLE1", "PAPER_ADULT")},
+    **{f"flbook.experiments:{name}": f"flbook.results:{name}" for name in ("results_dir", "result_path", "load_result")},
 }
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({

@@ -1,7 +1,7 @@
 """The reproduction ledger: every numbered result of the four papers, with a verdict computed by code.
 
 Each paper has one module here that is the single home of its reported numbers and claims
-(:mod:`.diana`, :mod:`.xu_neglia`, :mod:`.wilson`, :mod:`.song`). A module exposes ``rows()``,
+(:mod:`flbook.ledger.diana`, :mod:`flbook.ledger.xu_neglia`, :mod:`flbook.ledger.wilson`, :mod:`flbook.ledger.song`). A module exposes ``rows()``,
 which reads the book's result files and returns one :class:`Row` per result; the row's status is
 decided by one of the rule functions below (:func:`number`, :func:`trend`, :func:`ordering`,
 :func:`bound`, ...), never typed. Chapters call the same rules on their live numbers, and show
@@ -298,7 +298,7 @@ def row(*, paper: str, result_id: str, claim: str, paper_value: str, ours: str, 
     prov: dict[str, Any] = {}
     if record is not None:
         if not file and record.get("name"):
-            from ..experiments import result_path
+            from ..results import result_path
 
             scale_ = str(record.get("scale", "paper"))
             file = result_path(str(record["name"]), scale_ if scale_ in ("quick", "paper", "fixed") else "paper").name
@@ -321,7 +321,7 @@ def not_run_rows(paper: str, ids: Sequence[str], *, why: str, chapter: str, data
 
 def record_or_none(name: str, scale_: str = "paper") -> dict[str, Any] | None:
     """The result file ``name`` at ``scale_`` if committed, else ``None`` (the row is then "not run")."""
-    from ..experiments import load_result
+    from ..results import load_result
 
     try:
         return load_result(name, scale_)
@@ -361,7 +361,7 @@ def build() -> list[Row]:
 
 def ledger_path() -> Path:
     """``book/results/ledger.json``."""
-    from ..experiments import results_dir
+    from ..results import results_dir
 
     return results_dir() / "ledger.json"
 
@@ -369,7 +369,7 @@ def ledger_path() -> Path:
 def files() -> list[dict[str, Any]]:
     """Every committed result file (except the ledger itself) with its provenance
     (:func:`provenance_of`), sorted by name: files "made before provenance" are marked here."""
-    from ..experiments import results_dir
+    from ..results import results_dir
 
     out = []
     for path in sorted(results_dir().glob("*.json")):

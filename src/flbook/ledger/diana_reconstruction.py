@@ -8,7 +8,7 @@ remark, App. C.1's choice of messages, Fig. 2's two panels, and App. A's Lemma 2
 of λ_min(W).
 
 Props. 2-3, Alg. 3 and Lemma 2 are checked live on small float64 instances, seeded (the same instances as
-Xu & Neglia's Observations 1-2, :mod:`.xu_neglia`); Theorem 1 reads ``part2_theorem1.json``,
+Xu & Neglia's Observations 1-2, :mod:`flbook.ledger.xu_neglia`); Theorem 1 reads ``part2_theorem1.json``,
 Fig. 2 and App. B.3 ``part2_toy_fig2.json``, App. C.1 ``part2_subset_benchmark.json``.
 """
 

@@ -1,7 +1,7 @@
 """Wilson et al. 2025 ("Federated learning nodes can reconstruct peers' image data") in the ledger.
 
 The single home of the paper's reported settings, numbers and claims (the constants below; the
-factor-analysis grid ``flbook.experiments.part4_factors`` records :data:`SETTINGS`), and
+factor-analysis grid ``flbook.experiments.part4_factors`` records :data:`~flbook.papers.wilson.SETTINGS`), and
 :func:`rows`, one :class:`~flbook.ledger.Row` per numbered result: eq. 1-3 and the super-client,
 Lemma 1 and its remarks (App. A), Figs. 2-10, App. B-H and the LPIPS metric.
 

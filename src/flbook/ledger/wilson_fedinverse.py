@@ -25,7 +25,7 @@ from ..papers.wilson import PAPER, QUOTES
 CHAPTER = "part4/fedinverse"
 NAME = "wilson_fedinverse"
 RESULT_ID = "Wilson Fig. 9 vs FedInverse on MNIST"
-"""The row's id (the same as the "not covered" row it replaces in :mod:`.wilson`)."""
+"""The row's id (the same as the "not covered" row it replaces in :mod:`flbook.ledger.wilson`)."""
 METHODS = ("mi", "mi_hsic")
 LABELS = {"ours": "ours (MDE)", "ours_raw": "ours (raw)", "mi": "MI", "mi_hsic": "MI-HSIC",
           "mi_control": "MI, all-digit prior"}

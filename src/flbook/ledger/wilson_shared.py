@@ -1,4 +1,4 @@
-"""What the ledger's Wilson et al. modules share (:mod:`.wilson` and its parts
+"""What the ledger's Wilson et al. modules share (:mod:`flbook.ledger.wilson` and its parts
 :mod:`.wilson_architectures`, :mod:`.wilson_fedinverse`, :mod:`.wilson_rog`): the chapters their
 rows point to and the level a reconstruction must beat."""
 

@@ -23,22 +23,12 @@ from typing import Any
 
 from . import (Row, Verdict, at_least, at_most, bound, combine, not_run, number, ordering,
                record_or_none, row, sign, trend)
+from ..papers.xu_neglia import PAPER_ADULT, PAPER_TABLE1  # noqa: F401 - the paper's numbers, read here
 
 PAPER = "Xu & Neglia 2021"
 
 # ---- the paper's numbers ------------------------------------------------------------------------------------
-PAPER_TABLE1: dict[int, dict[str, tuple[float, ...]]] = {
-    1: {"last returned": (53.9, 49.7, 85.1, 28.3, 75.8, 58.6), "decoded": (67.0, 74.3, 80.6, 77.9, 91.0, 78.1)},
-    5: {"last returned": (60.1, 54.6, 87.6, 33.6, 79.2, 63.0), "decoded": (65.6, 72.9, 76.9, 72.5, 86.2, 74.8)},
-    10: {"last returned": (69.4, 60.4, 90.6, 42.3, 83.9, 69.3), "decoded": (67.5, 79.5, 78.1, 75.8, 88.9, 78.0)},
-}
-"""Table 1, train accuracy (%) on each client's data of the last model she returned and of the
-decoded model θ̂_c^*, clients 0-4 then their mean, averaged over 10 runs, for 1, 5 and 10 local
-steps (LEAF synthetic, 5 clients, batch size 256, learning rate 0.01)."""
 
-PAPER_ADULT: dict[str, Any] = {"phd_train_sizes": (126, 258, 134), "n_rows": 12300, "n_rows_all": 48842}
-"""§4 and footnote 4 — "the numbers of training samples for the first three clients are 126, 258
-and 134"; "the number of the data points are reduced from 48842 to 12300"."""
 
 GAIN_RANGE = (10.0, 20.0)
 """§4 — "on average, our attack outperforms the baseline with 10%-20% improvement" (points of
