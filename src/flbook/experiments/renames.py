@@ -25,6 +25,10 @@ UNITS: dict[str, str] = {
     **{f"flprivacy.federation:{name}": f"flprivacy.clients:{name}" for name in (
         "ClientData", "n_local_steps", "batch_schedule", "local_sgd", "LocalTrainer", "LocalSGD", "LeastSquaresSGD",
         "check_clients")},
+    **{f"flprivacy.attacks.reconstruction:{name}": f"flprivacy.attacks.learned_mapping:{name}" for name in (
+        "UpdateMapping", "LearnedMappingResult", "_select", "_adam_decode", "update_span", "decode_mapping",
+        "follow_mapping", "_MappingSettings", "_takes_mapping_settings", "learned_mapping_reconstruction_batch",
+        "learned_mapping_reconstruction")},
 }
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({
