@@ -159,7 +159,7 @@ SKIP: dict[str, str] = {
     "models.SmallCNN": "an nn.Module architecture; built and validated through models.small_cnn",
     "models.ResNet18": "an nn.Module architecture; built and validated through models.resnet18",
     "attacks.awa.Layer": "a record built by attacks.awa.model_layers",
-    "attacks.awa.WeightSearch": "a result container returned by attacks.awa.tune_weights",
+    "attacks.awa_search.WeightSearch": "a result container returned by attacks.awa_search.tune_weights",
 }
 
 
@@ -509,7 +509,7 @@ def recipes() -> dict[str, Recipe]:
         accept={"cov:nan": "a closed-form scaling of its input", "cov:inf": "a closed-form scaling of its input",
                 **shape_free})
     # AWA (Song et al. 2025) and the models with BatchNorm
-    from flprivacy.attacks import awa
+    from flprivacy.attacks import awa, awa_search
 
     add("models.small_cnn", models.small_cnn, lambda: dict(in_channels=3, n_classes=4, image_size=8, width=4),
         compare=False)
@@ -546,7 +546,7 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.awa.agic_attack", awa.agic_attack, attack_kw, compare=False, accept=n_images)
     add("attacks.awa.dlg_attack", awa.dlg_attack, lambda: dict(attack_kw(), epochs=1), compare=False,
         accept=n_images)
-    add("attacks.awa.tune_weights", awa.tune_weights,
+    add("attacks.awa_search.tune_weights", awa_search.tune_weights,
         lambda: dict(attack_kw(), n_trials=2, n_startup_trials=1, trial_iterations=1, gradient_scale=True), compare=False,
         accept=n_images)
     # metrics

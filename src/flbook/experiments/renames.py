@@ -29,6 +29,8 @@ UNITS: dict[str, str] = {
         "UpdateMapping", "LearnedMappingResult", "_select", "_adam_decode", "update_span", "decode_mapping",
         "follow_mapping", "_MappingSettings", "_takes_mapping_settings", "learned_mapping_reconstruction_batch",
         "learned_mapping_reconstruction")},
+    **{f"flprivacy.attacks.awa:{name}": f"flprivacy.attacks.awa_search:{name}" for name in (
+        "WeightSearch", "_storage_url", "tune_weights")},
 }
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({

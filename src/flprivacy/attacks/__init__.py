@@ -10,4 +10,5 @@
   2021, Algo. 3)
 - :mod:`.inversion`: gradient inversion (DLG, iDLG, inverting gradients) and the curious-client attack (Wilson et al. 2025)
 - :mod:`.awa`: the approximate and weighted attack on multi-epoch FedAvg, with DLG and AGIC baselines (Song et al. 2025)
+- :mod:`.awa_search`: the Bayesian optimisation of AWA's layer weights (Song et al. 2025, §4.2.2)
 """
