@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from flprivacy.attacks import awa
+from flprivacy.attacks import awa, awa_search
 from flprivacy.attacks.inversion import dummy_latent, update_distance
 from flprivacy.config import generator as make_generator
 from flprivacy.federation import local_sgd
@@ -289,11 +289,22 @@ def test_table_ii_ranges():
                             "p_mean": (0, 0.5), "p_var": (0, 0.5)}
 
 
+def test_search_names_are_importable_from_awa():
+    # the search moved to awa_search; awa still offers its names (and keeps them in __all__)
+    from flprivacy.attacks.awa import WeightSearch, tune_weights
+
+    assert tune_weights is awa_search.tune_weights and WeightSearch is awa_search.WeightSearch
+    assert {"tune_weights", "WeightSearch", "TABLE_II"} <= set(awa.__all__)
+    assert all(hasattr(awa, name) for name in awa.__all__)
+    with pytest.raises(AttributeError):
+        awa.no_such_name  # noqa: B018
+
+
 def test_tune_weights_protocol_and_cost():
     m, (X, y) = cnn64(), data()
     th = m.init_params(0)
     thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=2, batches=2, seed=0)
-    res = awa.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2,
+    res = awa_search.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=2, batches=2,
                            n_trials=4, n_startup_trials=2, iterations=4, trial_iterations=2, seed=0)
     assert len(res.values) == len(res.params) == len(res.iterations) == 4
     assert res.iterations == [2, 2, 2, 2] and not any(res.stopped)
@@ -331,7 +342,7 @@ def test_tune_weights_with_pruning_records_stopped_trials():
     m, (X, y) = cnn64(), data()
     th = m.init_params(0)
     thn, orders = awa.client_update(m, th, X, y, lr=0.1, epochs=1, batches=2, seed=0)
-    res = awa.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=1, batches=2,
+    res = awa_search.tune_weights(m, th, thn, labels=y[orders[0]], image_shape=(3, SIDE, SIDE), lr=0.1, epochs=1, batches=2,
                            n_trials=5, n_startup_trials=1, iterations=2, trial_iterations=6, prune=True,
                            report_every=2, seed=1)
     assert len(res.values) == 5 and all(math.isfinite(v) for v in res.values)
@@ -353,7 +364,7 @@ def test_first_trial_is_unweighted_and_equals_dlg():
     """Trial 0 is Q = 1 (all layer weights 1, no enhanced layer): eq. 23 is then eq. 10, so with the
     same dummy start and budget its f(Q) is DLG's eq. 33 objective, to float64 rounding."""
     m, th, thn, kw = _case1_problem()
-    res = awa.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=3, trial_iterations=3, seed=4, **kw)
+    res = awa_search.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=3, trial_iterations=3, seed=4, **kw)
     assert res.params[0] == awa.UNWEIGHTED
     assert awa.AWAWeights(**awa.UNWEIGHTED) == awa.AWAWeights()  # the default Q is DLG's loss
     assert res.unweighted_value == res.values[0]
@@ -362,7 +373,7 @@ def test_first_trial_is_unweighted_and_equals_dlg():
     assert res.settings["enqueue_unweighted"] is True
     # the other start-up trials stay random, inside Table II's box and away from its corner
     assert all(p != awa.UNWEIGHTED for p in res.params[1:])
-    off = awa.tune_weights(m, th, thn, n_trials=2, n_startup_trials=2, iterations=2, trial_iterations=2, seed=4,
+    off = awa_search.tune_weights(m, th, thn, n_trials=2, n_startup_trials=2, iterations=2, trial_iterations=2, seed=4,
                            enqueue_unweighted=False, **kw)
     assert off.unweighted_value is None and awa.UNWEIGHTED not in off.params
 
@@ -374,7 +385,7 @@ def test_table4_records_f1_and_the_best_trial():
     from flbook.experiments.awa_table4 import bo_summary
 
     m, th, thn, kw = _case1_problem()
-    res = awa.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=2, trial_iterations=3, seed=4, **kw)
+    res = awa_search.tune_weights(m, th, thn, n_trials=3, n_startup_trials=2, iterations=2, trial_iterations=3, seed=4, **kw)
     s = bo_summary(res)
     assert s["f_unweighted"] == res.values[0] == res.unweighted_value and s["f_best"] == min(res.values)
     assert s["Q"] == res.params[res.values.index(min(res.values))] == res.best.as_dict()
@@ -401,16 +412,16 @@ def test_study_in_sqlite_resumes(tmp_path):
     m, th, thn, kw = _case1_problem()
     db = tmp_path / "awa.db"
     common = dict(n_startup_trials=2, iterations=2, trial_iterations=2, seed=0, storage=db, study_name="s", **kw)
-    first = awa.tune_weights(m, th, thn, n_trials=2, **common)
+    first = awa_search.tune_weights(m, th, thn, n_trials=2, **common)
     assert db.is_file()
-    second = awa.tune_weights(m, th, thn, n_trials=3, **common)
+    second = awa_search.tune_weights(m, th, thn, n_trials=3, **common)
     assert second.values[:2] == first.values and len(second.values) == 3
     assert second.params[0] == awa.UNWEIGHTED and awa.UNWEIGHTED not in second.params[1:]
     assert second.iterations == [2, 2, 2]
     with pytest.raises(FileNotFoundError, match="storage"):
-        awa.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": tmp_path / "no" / "x.db"})
+        awa_search.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": tmp_path / "no" / "x.db"})
     with pytest.raises(TypeError, match="storage"):
-        awa.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": 3})
+        awa_search.tune_weights(m, th, thn, n_trials=1, **{**common, "storage": 3})
 
 
 # ---- the diagnostics at the paper's model (experiments.awa_diagnostics) --------------------------------------
@@ -446,7 +457,7 @@ def test_diagnostics_baselines_are_the_library_attacks():
     assert torch.allclose(ours["images"], lib.images, rtol=0, atol=1e-12) and lib.settings["gradient_scale"] is True
     plain = awa.awa_attack(m, th, thn3, Q=awa.AWAWeights(**TABLE_III["case 1"]), **kw3)
     assert not torch.allclose(plain.images, lib.images, rtol=0, atol=1e-6)
-    tuned = awa.tune_weights(m, th, thn3, n_trials=1, n_startup_trials=1, gradient_scale=True, **kw3)
+    tuned = awa_search.tune_weights(m, th, thn3, n_trials=1, n_startup_trials=1, gradient_scale=True, **kw3)
     one = awa.awa_attack(m, th, thn3, gradient_scale=True, **kw3)  # the one (enqueued) trial is Q = 1
     assert torch.allclose(tuned.reconstruction.images, one.images, rtol=0, atol=1e-12)
     assert math.isclose(tuned.values[0], one.settings["objective"], rel_tol=1e-9)  # the trial ran scaled too

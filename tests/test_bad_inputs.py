@@ -102,7 +102,7 @@ SKIP: dict[str, str] = {
     **{k: "a result/record container returned by the library" for k in (
         "log.Exchange", "federation.FLRun", "log.ClientMessages", "log.MessageLog", "log.GlobalModels",
         "attacks.reconstruction.LeastSquaresReconstruction", "attacks.reconstruction.SubsetSelection",
-        "attacks.reconstruction.LearnedMappingResult", "attacks.gradient_aia.GradientAIAResult",
+        "attacks.learned_mapping.LearnedMappingResult", "attacks.gradient_aia.GradientAIAResult",
         "optimum.LocalOptimum", "optimum.TunedOptimum", "attacks.active.AdamTuning", "attacks.inversion.Reconstruction",
         "metrics.Quality", "threats.GlobalModels", "data.census.FederatedTask", "data.synthetic.SyntheticFederation",
         "data.synthetic.HardInstance", "data.tabular.TabularData", "data.files.RemoteFile")},
@@ -112,7 +112,7 @@ SKIP: dict[str, str] = {
     "clients.LocalTrainer": "a typing Protocol (no code)",
     "threats.Adversary": "an abstract base class with no arguments",
     "models.LeNet5": "the nn.Module behind lenet5(), which is covered",
-    "attacks.reconstruction.UpdateMapping": "the network G of learned_mapping_reconstruction, which is covered",
+    "attacks.learned_mapping.UpdateMapping": "the network G of learned_mapping_reconstruction, which is covered",
     "attacks.gradient_aia.GradientObjective": "the internal objective of gradient_aia, which is covered",
     "attacks.gradient_aia.InputRelaxationObjective": "the internal objective of gradient_aia(relaxation='input'), "
                                                       "which is covered",
@@ -159,7 +159,7 @@ SKIP: dict[str, str] = {
     "models.SmallCNN": "an nn.Module architecture; built and validated through models.small_cnn",
     "models.ResNet18": "an nn.Module architecture; built and validated through models.resnet18",
     "attacks.awa.Layer": "a record built by attacks.awa.model_layers",
-    "attacks.awa.WeightSearch": "a result container returned by attacks.awa.tune_weights",
+    "attacks.awa_search.WeightSearch": "a result container returned by attacks.awa_search.tune_weights",
 }
 
 
@@ -199,7 +199,7 @@ def fx() -> dict:
     torch.manual_seed(0)
     unet = build_unet(unet_config).eval()
     raw28 = torch.rand(2, 1, 28, 28, generator=g)
-    from flprivacy.attacks.reconstruction import learned_mapping_reconstruction_batch
+    from flprivacy.attacks.learned_mapping import learned_mapping_reconstruction_batch
 
     mapping = learned_mapping_reconstruction_batch([eavesdrop(run.log, 0)], hidden=4, fit_steps=3, decode_steps=3, seed=0)
     return dict(mapping=mapping, unet=unet, unet_config=unet_config, raw28=raw28, lin=lin, clients=clients, run=run, msgs=eavesdrop(run.log, 0), net=net, clf=clf,
@@ -226,7 +226,7 @@ def _R(func, post=None, accept=None, compare=True):
 def recipes() -> dict[str, Recipe]:
     from flprivacy import batched, bounds, config, federation, metrics, models, optimum, threats
     from flprivacy import clients as client_side
-    from flprivacy.attacks import active, gradient_aia, inversion, model_based_aia, reconstruction
+    from flprivacy.attacks import active, gradient_aia, inversion, learned_mapping, model_based_aia, reconstruction
     from flprivacy.data import attributes
     from flprivacy.stack import LinearStack
     from flprivacy.data import census, images, splits, synthetic, tabular
@@ -384,19 +384,19 @@ def recipes() -> dict[str, Recipe]:
         lambda: dict(messages=msgs(), restarts=1, seed=0))
     add("attacks.reconstruction.random_subset_search", reconstruction.random_subset_search,
         lambda: dict(messages=msgs(), n_subsets=50, seed=0, batch_size=20))
-    add("attacks.reconstruction.learned_mapping_reconstruction", reconstruction.learned_mapping_reconstruction,
+    add("attacks.learned_mapping.learned_mapping_reconstruction", learned_mapping.learned_mapping_reconstruction,
         lambda: dict(messages=msgs(), hidden=4, fit_steps=3, decode_steps=3, seed=0),
         accept={"too_few_messages": "Algo. 3 runs on any number >= 2 of messages"}, compare=False)
-    add("attacks.reconstruction.learned_mapping_reconstruction_batch",
-        reconstruction.learned_mapping_reconstruction_batch,
+    add("attacks.learned_mapping.learned_mapping_reconstruction_batch",
+        learned_mapping.learned_mapping_reconstruction_batch,
         lambda: dict(messages=[msgs()], hidden=4, fit_steps=3, decode_steps=3, seed=0), compare=False)
-    add("attacks.reconstruction.update_span", reconstruction.update_span,
+    add("attacks.learned_mapping.update_span", learned_mapping.update_span,
         lambda: dict(messages=[msgs()], rtol=1e-2))
-    add("attacks.reconstruction.decode_mapping", reconstruction.decode_mapping,
+    add("attacks.learned_mapping.decode_mapping", learned_mapping.decode_mapping,
         lambda: dict(results=F()["mapping"], steps=3, lr=1e-2, theta_init=msgs().sent[:1].clone(),
-                     basis=reconstruction.update_span([msgs()]), checkpoints=(1,)),
+                     basis=learned_mapping.update_span([msgs()]), checkpoints=(1,)),
         accept={"basis:wrong_shape": "a basis of fewer directions is a smaller span, still a valid restriction"})
-    add("attacks.reconstruction.follow_mapping", reconstruction.follow_mapping,
+    add("attacks.learned_mapping.follow_mapping", learned_mapping.follow_mapping,
         lambda: dict(results=F()["mapping"], steps=3, alpha=0.5, theta_init=msgs().sent[:1].clone(), checkpoints=(1,)))
     # inference
     Xa, ya = (lambda: F()["clients"][0].X), (lambda: F()["clients"][0].y)
@@ -509,7 +509,7 @@ def recipes() -> dict[str, Recipe]:
         accept={"cov:nan": "a closed-form scaling of its input", "cov:inf": "a closed-form scaling of its input",
                 **shape_free})
     # AWA (Song et al. 2025) and the models with BatchNorm
-    from flprivacy.attacks import awa
+    from flprivacy.attacks import awa, awa_search
 
     add("models.small_cnn", models.small_cnn, lambda: dict(in_channels=3, n_classes=4, image_size=8, width=4),
         compare=False)
@@ -546,7 +546,7 @@ def recipes() -> dict[str, Recipe]:
     add("attacks.awa.agic_attack", awa.agic_attack, attack_kw, compare=False, accept=n_images)
     add("attacks.awa.dlg_attack", awa.dlg_attack, lambda: dict(attack_kw(), epochs=1), compare=False,
         accept=n_images)
-    add("attacks.awa.tune_weights", awa.tune_weights,
+    add("attacks.awa_search.tune_weights", awa_search.tune_weights,
         lambda: dict(attack_kw(), n_trials=2, n_startup_trials=1, trial_iterations=1, gradient_scale=True), compare=False,
         accept=n_images)
     # metrics

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from flprivacy import ClientData, LocalSGD, eavesdrop, logistic_regression, run_fedavg
-from flprivacy.attacks.reconstruction import (decode_mapping, follow_mapping, learned_mapping_reconstruction_batch,
-                                              update_span)
+from flprivacy.attacks.learned_mapping import decode_mapping, follow_mapping, learned_mapping_reconstruction_batch, update_span
 from flbook.experiments import part2_leaf_diagnostics as diag
 from flbook.experiments.part2_leaf import attack_seed, local_rule, rows_of
 

@@ -12,6 +12,7 @@ its size and AGIC's loss is a cosine per layer, so any step size gives the same 
 from tools.mutation import Mutant, pytest_command
 
 AWA = "src/flprivacy/attacks/awa.py"
+AWS = "src/flprivacy/attacks/awa_search.py"
 MOD = "src/flprivacy/models.py"
 SONG = "src/flbook/ledger/song.py"
 DIAG = "src/flbook/experiments/awa_diagnostics.py"
@@ -100,20 +101,20 @@ MUTANTS = [
     # ---- BO -----------------------------------------------------------------------------------------
     Mutant("table2_p_range", SONG, '"p_mean": (0.0, 0.5), "p_var": (0.0, 0.5)}', '"p_mean": (0.0, 1.0), "p_var": (0.0, 1.0)}',
            "Table II: p in [0, 0.5]"),
-    Mutant("final_attack_trial_length", AWA,
+    Mutant("final_attack_trial_length", AWS,
            "rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,",
            "rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=trial_iterations, seed=seed,",
            "Alg. 2 line 16: the final attack runs the full number of iterations"),
     # ---- the enqueued Q = 1 trial (DLG's loss) and the resumable study ------------------------------
-    Mutant("no_unweighted_trial", AWA, "                study.enqueue_trial(dict(UNWEIGHTED))\n",
+    Mutant("no_unweighted_trial", AWS, "                study.enqueue_trial(dict(UNWEIGHTED))\n",
            "                pass\n", "trial 0 must be Q = 1, DLG's eq. 10"),
     Mutant("unweighted_enhances", AWA, '"q_en": 1.0, "p_mean": 0.0, "p_var": 0.0}',
            '"q_en": 1.0, "p_mean": 0.1, "p_var": 0.1}', "Q = 1 has no enhanced layer (⌈0·L⌉ = 0)"),
-    Mutant("unweighted_value_wrong_trial", AWA, "unweighted = [t.value for t in trials if t.params == UNWEIGHTED]",
+    Mutant("unweighted_value_wrong_trial", AWS, "unweighted = [t.value for t in trials if t.params == UNWEIGHTED]",
            "unweighted = [t.value for t in trials if t.params != UNWEIGHTED]", "f(1) is the Q = 1 trial's value"),
-    Mutant("enqueue_on_resume", AWA, "if enqueue_unweighted and not study.trials:", "if enqueue_unweighted:",
+    Mutant("enqueue_on_resume", AWS, "if enqueue_unweighted and not study.trials:", "if enqueue_unweighted:",
            "a resumed study does not evaluate Q = 1 again"),
-    Mutant("resume_reruns_all", AWA, "remaining = n_trials - len(study.get_trials(deepcopy=False, states=(complete,)))",
+    Mutant("resume_reruns_all", AWS, "remaining = n_trials - len(study.get_trials(deepcopy=False, states=(complete,)))",
            "remaining = n_trials", "a resumed study runs only the missing trials"),
     Mutant("dlg_objective_halved", AWA,
            'method="DLG", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,\n                        iterations=iterations, iterations_run=done, seed=seed,\n                        objective=_objective(model, pb.start, pb.target, rec.images,',
@@ -146,11 +147,11 @@ MUTANTS = [
     # ---- the η² option (awa_attack, tune_weights) and the BO at ResNet-18 ----------------------------
     Mutant("grad_scale_eta_not_eta2", AWA, "weighted, factor = loss_fn, 1.0 / pb.lr ** 2",
            "weighted, factor = loss_fn, 1.0 / pb.lr", "gradient_scale divides eq. 23 by η²"),
-    Mutant("grad_scale_not_in_trials", AWA,
+    Mutant("grad_scale_not_in_trials", AWS,
            "seed=seed,\n                             gradient_scale=gradient_scale, report=report",
            "seed=seed,\n                             gradient_scale=False, report=report",
            "tune_weights: every trial uses the scaled loss"),
-    Mutant("grad_scale_not_in_final", AWA,
+    Mutant("grad_scale_not_in_final", AWS,
            "    rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,\n"
            "                      gradient_scale=gradient_scale, callback=callback)",
            "    rec, _ = _awa_run(model, pb, image_shape, best, attack_lr=attack_lr, iterations=iterations, seed=seed,\n"

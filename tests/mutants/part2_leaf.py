@@ -11,7 +11,7 @@ from tools.mutation import Mutant, pytest_command
 
 LEAF = "src/flbook/experiments/part2_leaf.py"
 DIAG = "src/flbook/experiments/part2_leaf_diagnostics.py"
-REC = "src/flprivacy/attacks/reconstruction.py"
+LM = "src/flprivacy/attacks/learned_mapping.py"
 XUL = "src/flbook/ledger/xu_neglia.py"
 
 TESTS = pytest_command("tests/test_part2_leaf.py")
@@ -31,20 +31,20 @@ MUTANTS = [
     Mutant("ceiling_wrong_client", LEAF, '"acc_local_optimum": a.model.accuracy(a.optima[c], data.X, data.y)',
            '"acc_local_optimum": a.model.accuracy(a.optima[0], data.X, data.y)',
            "ceiling scored with client 0's optimum"),
-    Mutant("decode_basis_not_added", REC, "return z0 + torch.bmm(basis, a[:, :, None])[:, :, 0] if basis is not None else a",
+    Mutant("decode_basis_not_added", LM, "return z0 + torch.bmm(basis, a[:, :, None])[:, :, 0] if basis is not None else a",
            "return torch.bmm(basis, a[:, :, None])[:, :, 0] if basis is not None else a",
            "span-restricted eq. (7) forgets its starting point"),
-    Mutant("checkpoint_off_by_one", REC, "if i + 1 in marks:\n            snaps[i + 1]", "if i in marks:\n            snaps[i + 1]",
+    Mutant("checkpoint_off_by_one", LM, "if i + 1 in marks:\n            snaps[i + 1]", "if i in marks:\n            snaps[i + 1]",
            "decode curve: iterate recorded one step early"),
-    Mutant("follow_mapping_sign", REC, "theta = theta - alpha * G(theta)", "theta = theta + alpha * G(theta)",
+    Mutant("follow_mapping_sign", LM, "theta = theta - alpha * G(theta)", "theta = theta + alpha * G(theta)",
            "following the learned map: G predicts θ - θ_c, so a step subtracts it"),
-    Mutant("follow_mapping_checkpoint_late", REC, "if i + 1 in marks:\n            out[i + 1]",
+    Mutant("follow_mapping_checkpoint_late", LM, "if i + 1 in marks:\n            out[i + 1]",
            "if i in marks:\n            out[i + 1]", "following the learned map: iterate recorded one step early"),
-    Mutant("span_threshold_absolute", REC, "bases.append(vh[sv >= rtol * sv[0]].T)", "bases.append(vh[sv >= rtol].T)",
+    Mutant("span_threshold_absolute", LM, "bases.append(vh[sv >= rtol * sv[0]].T)", "bases.append(vh[sv >= rtol].T)",
            "update span: singular-value cut not relative to the largest"),
-    Mutant("span_rows_not_columns", REC, "bases.append(vh[sv >= rtol * sv[0]].T)", "bases.append(vh[:, sv >= rtol * sv[0]])",
+    Mutant("span_rows_not_columns", LM, "bases.append(vh[sv >= rtol * sv[0]].T)", "bases.append(vh[:, sv >= rtol * sv[0]])",
            "update span: left/right singular vectors confused"),
-    Mutant("decode_units_unscaled", REC, "return {k: z * G.in_scale[:, None] + G.center for k, z in snaps.items()}",
+    Mutant("decode_units_unscaled", LM, "return {k: z * G.in_scale[:, None] + G.center for k, z in snaps.items()}",
            "return {k: z + G.center for k, z in snaps.items()}", "decoded models left in normalised units"),
     Mutant("true_update_sign", DIAG, "return torch.stack([theta - a.local[steps](a.model, theta, a.fed.clients[c], gen)",
            "return torch.stack([a.local[steps](a.model, theta, a.fed.clients[c], gen) - theta",

@@ -35,7 +35,7 @@ SSIM, MSE, and SSIM as Song §5.1 writes it), eq. 33's objective, its reconstruc
 (8-bit, :func:`decode_images`; the client's images are ``awa_table4.client_images`` of the seed)
 and its seconds per iteration go to its own file
 ``book/results/awa_table4_resnet18/<model>_case<k>_<method>.json``, so an interrupted run resumes.
-``--bo`` runs our own Bayesian optimisation of Q (Song Alg. 2, :func:`~flprivacy.attacks.awa.tune_weights`)
+``--bo`` runs our own Bayesian optimisation of Q (Song Alg. 2, :func:`~flprivacy.attacks.awa_search.tune_weights`)
 at each (model, case) instead of the grid, in the book's pruned protocol (:data:`BO`: Song's 50
 trials with 12 random starts and the final attack of 1,000 iterations, but trials of 200
 iterations stopped at the median; Q = 1, DLG's loss, enqueued first), the η² scale on the two
@@ -215,14 +215,14 @@ def bo_db(model: str, case: str) -> Path:
 
 
 def bo_storage(model: str, case: str) -> str:
-    """:func:`bo_db` as the storage of :func:`~flprivacy.attacks.awa.tune_weights` (its folder created)."""
+    """:func:`bo_db` as the storage of :func:`~flprivacy.attacks.awa_search.tune_weights` (its folder created)."""
     path = bo_db(model, case)
     path.parent.mkdir(parents=True, exist_ok=True)
     return str(path)
 
 
 def bo_one(model_name: str, case: str, *, device: str, settings: dict = BO) -> dict:
-    """Our BO of Q (:func:`~flprivacy.attacks.awa.tune_weights`) at one (model, case) of the grid:
+    """Our BO of Q (:func:`~flprivacy.attacks.awa_search.tune_weights`) at one (model, case) of the grid:
     the same client, update and dummy start as the grid's runs; returns the search and the final
     attack's scores."""
     c = client(model_name, case, device)

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from flprivacy import FLModel, LocalSGD, eavesdrop, run_fedavg
-from flprivacy.attacks.reconstruction import learned_mapping_reconstruction_batch
+from flprivacy.attacks.learned_mapping import learned_mapping_reconstruction_batch
 from flprivacy.data import encode, load_adult
 from flprivacy.data.splits import train_val_split, xu_adult_split
 from flprivacy.federation import ClientData

@@ -26,7 +26,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from flprivacy import LocalSGD, eavesdrop, logistic_regression, run_fedavg
-from flprivacy.attacks.reconstruction import LearnedMappingResult, learned_mapping_reconstruction_batch
+from flprivacy.attacks.learned_mapping import LearnedMappingResult, learned_mapping_reconstruction_batch
 from flprivacy.data import leaf_synthetic
 from flprivacy.data.synthetic import SyntheticFederation
 from flprivacy.log import ClientMessages

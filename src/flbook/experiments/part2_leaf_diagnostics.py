@@ -48,7 +48,7 @@ import torch
 from tqdm import tqdm
 
 from flprivacy import eavesdrop, logistic_regression, run_fedavg
-from flprivacy.attacks.reconstruction import decode_mapping, follow_mapping, update_span
+from flprivacy.attacks.learned_mapping import decode_mapping, follow_mapping, update_span
 from flprivacy.config import generator as make_generator
 from flprivacy.data import leaf_synthetic
 from ..papers.xu_neglia import PAPER_TABLE1

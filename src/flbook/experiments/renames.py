@@ -36,6 +36,12 @@ UNITS: dict[str, str] = {
         "PAPER_TABLE1", "PAPER_TABLE2", "PAPER_TABLE3", "PAPER_FIG1_TEXT")},
     **{f"flbook.ledger.xu_neglia:{name}": f"flbook.papers.xu_neglia:{name}" for name in ("PAPER_TABLE1", "PAPER_ADULT")},
     **{f"flbook.experiments:{name}": f"flbook.results:{name}" for name in ("results_dir", "result_path", "load_result")},
+    **{f"flprivacy.attacks.reconstruction:{name}": f"flprivacy.attacks.learned_mapping:{name}" for name in (
+        "UpdateMapping", "LearnedMappingResult", "_select", "_adam_decode", "update_span", "decode_mapping",
+        "follow_mapping", "_MappingSettings", "_takes_mapping_settings", "learned_mapping_reconstruction_batch",
+        "learned_mapping_reconstruction")},
+    **{f"flprivacy.attacks.awa:{name}": f"flprivacy.attacks.awa_search:{name}" for name in (
+        "WeightSearch", "_storage_url", "tune_weights")},
 }
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({

@@ -254,7 +254,7 @@ def affine_mapping_live() -> dict[str, Any]:
     10 κ(W) √(relative mapping loss) it must stay within (an exact affine fit lands exactly)."""
     import torch
 
-    from flprivacy.attacks.reconstruction import learned_mapping_reconstruction
+    from flprivacy.attacks.learned_mapping import learned_mapping_reconstruction
     from flprivacy.config import generator
     from flprivacy.federation import ClientData
     from flprivacy.federation import LeastSquaresSGD
