@@ -373,6 +373,24 @@ def load_result(name: str, scale_: str = "paper") -> dict[str, Any]:
     return record
 
 
+def load_result_or_none(name: str, scale_: str = "paper") -> dict[str, Any] | None:
+    """:func:`load_result`, or ``None`` when the file is not committed (a chapter then shows what
+    it has without it). A file of another scale still raises ``ValueError``."""
+    try:
+        return load_result(name, scale_)
+    except FileNotFoundError:
+        return None
+
+
+def short_long_rows(summary: dict[str, Any], rounds: Sequence[int]) -> dict[str, Any]:
+    """A Part III summary with its ``active-<r>/`` rows renamed by the active phase's length:
+    ``rounds = (short, long)`` (a file's ``settings["active_rounds"]``, or the paper's ``(10, 50)``)
+    become ``active-short/`` and ``active-long/``, so tables of different round counts line up."""
+    short, long_ = rounds
+    return {k.replace(f"active-{short}/", "active-short/").replace(f"active-{long_}/", "active-long/"): v
+            for k, v in summary.items()}
+
+
 def started_as_command(argv: Sequence[str] | None = None) -> bool:
     """True when this interpreter was started as ``python -m flbook.experiments.<name>``
     (read from ``sys.orig_argv``): a run, whose commit is read now; a chapter that only reads
