@@ -1,5 +1,5 @@
 """Bad input at the public boundary: every public function either raises a clear error or
-handles the input correctly (issue 10).
+handles the input correctly.
 
 The public API is ENUMERATED (every function and class defined in a public ``flprivacy``
 module, names without a leading underscore), so a new function is covered by default:

@@ -51,7 +51,7 @@ def test_page_titles_hold_no_math():
     assert not bad, "page titles with math (shown raw in tabs and navigation):\n" + "\n".join(bad)
 
 
-# --- references (issue 23): every entry findable, every work named in prose cited ---------------
+# --- references: every entry findable, every work named in prose cited ---------------
 
 BIB = ROOT / "book" / "references.bib"
 

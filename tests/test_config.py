@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from flprivacy import config
-from flbook.experiments import load_result, result_path, save_result
+from flbook.experiments import load_result, load_result_or_none, result_path, save_result, short_long_rows
 
 
 def test_base_seed_default_and_override(monkeypatch):
@@ -50,6 +50,25 @@ def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
         load_result("demo")  # the paper-scale file does not exist
     assert load_result("demo", "quick")["data"] == {"x": 1}
     assert result_path("demo", "paper").name == "demo.json"
+
+
+def test_load_result_or_none_is_none_only_for_a_missing_file(monkeypatch, tmp_path):
+    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setenv("FLPRIVACY_SCALE", "quick")
+    save_result("demo", {"x": 1}, seeds=[3])
+    assert load_result_or_none("demo") is None  # no paper-scale file
+    assert load_result_or_none("demo", "quick")["data"] == {"x": 1}
+    (tmp_path / "demo.json").write_text((tmp_path / "demo_quick.json").read_text())
+    with pytest.raises(ValueError):
+        load_result_or_none("demo")  # a quick file under the paper name is an error, not a missing file
+
+
+def test_short_long_rows_names_the_active_phases_by_length():
+    summary = {"passive/Ours": 1, "active-10/Ours": 2, "active-50/Grad": 3, "Model-w-O": 4}
+    assert short_long_rows(summary, (10, 50)) == {"passive/Ours": 1, "active-short/Ours": 2, "active-long/Grad": 3,
+                                                  "Model-w-O": 4}
+    assert short_long_rows({"active-5/Ours": 1, "active-15/Ours": 2}, [5, 15]) == {"active-short/Ours": 1,
+                                                                                    "active-long/Ours": 2}
 
 
 def test_results_record_the_commit_read_when_the_run_started(monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""The book's federation on Flower (issue 15): the recorded log equals run_fedavg's, the book's
+"""The book's federation on Flower: the recorded log equals run_fedavg's, the book's
 attacks run on it unchanged, and the active forgery (Diana Alg. 4) reaches its target only."""
 
 from __future__ import annotations

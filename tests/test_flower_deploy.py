@@ -1,4 +1,4 @@
-"""The book's federation on a real loopback Flower deployment (issue 25): flower-superlink, one
+"""The book's federation on a real loopback Flower deployment: flower-superlink, one
 flower-supernode per client (each loading only its own partition), `flwr run deploy local`; the
 log recorded by the ServerApp's RecordingStrategy equals run_fedavg's (with the same active
 adversary), the attacks give the same results on it, the forgery reaches the target only; a

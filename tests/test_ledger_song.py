@@ -454,7 +454,7 @@ def song_entries():
 
 
 def test_song_referee_on_the_committed_files(song_entries):
-    """Issue 60 on this paper's rows: the 11 MSE rows are duplicates, the 9 controls and diagnostics are
+    """The margin rule on this paper's rows: the 11 MSE rows are duplicates, the 9 controls and diagnostics are
     apart, the quick model's rows are stand-ins, Q* against Q = 1 is by construction, Table III is not
     comparable (and not "not covered": it shows our values), and no Table IV PSNR or SSIM cell is apart."""
     e = song_entries

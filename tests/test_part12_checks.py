@@ -1,4 +1,4 @@
-"""Checks that bite for Parts I-II (issue 9): each test pins one constant, sign, normalisation or
+"""Checks that bite for Parts I-II: each test pins one constant, sign, normalisation or
 step of a paper equation, with a tolerance from theory (rounding) stated next to it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checks that bite for Part III (issue 9): Alg. 4's Adam (bias correction included) and the
+"""Checks that bite for Part III: Alg. 4's Adam (bias correction included) and the
 Model-w-O oracle's Adam against ``torch.optim.Adam``; one iteration of the gradient-based AIA's
 straight-through Gumbel-softmax relaxation against autograd, at the paper's temperature 1."""
 

@@ -183,21 +183,19 @@ FROZEN: dict[str, frozenset[str]] = {
     "wilson.py": frozenset({"fig7_verdict", "fig7_investigation", "_lemma_rows", "app_f_control_verdicts",
                             "_factor_rows", "_ablation_rows"}),
 }
-"""Functions whose old rule calls lack a margin but cannot be edited: recorded runs reach them, so an
-edit marks their result files stale (the provenance rule of flbook/experiments/fingerprint.py).
-Their rows are decided again, with margins, by their module's referee (``Count(verdict=...)``):
+"""Functions whose rule calls state no margin, left as the committed result files' runs executed them
+(an edit would make those files stale under flbook/experiments/fingerprint.py's rule). Their rows are decided again, with margins, by their module's referee (``Count(verdict=...)``):
 diana_aia._referee_fig1_redecided and wilson.wilson_referee_verdicts. The list must stay exact."""
 
 
 def _ledger_sources() -> list[Path]:
-    return sorted((ROOT / "src" / "flprivacy" / "ledger").glob("*.py"))
+    return sorted((ROOT / "src" / "flbook" / "ledger").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", _ledger_sources(), ids=lambda p: p.name)
 def test_every_rule_call_in_the_ledger_states_its_margin(path: Path):
-    """Issue 60's rule: a sign, trend or ordering clears a margin from the noise, never zero by
-    default. (The rules keep their old signature, which the recorded runs reached; this test is
-    what makes the margin required.)"""
+    """The margin rule: a sign, trend or ordering clears a margin from the noise, never zero by
+    default. (The rules' signatures do not require the margin argument; this test does.)"""
     if path.name in ("__init__.py", "referee.py"):
         pytest.skip("the rules' own definitions")
     tree = ast.parse(path.read_text())

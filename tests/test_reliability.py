@@ -1,4 +1,4 @@
-"""Reliability (issue 10): no silent NaN, honest least-squares diagnostics, data integrity, a
+"""Reliability: no silent NaN, honest least-squares diagnostics, data integrity, a
 message log that stores each model once (in memory or on disk), chunked AIA candidates, and
 experiment commands that exit non-zero on bad arguments."""
 

@@ -160,7 +160,7 @@ def test_a_sweep_splits_its_runs_and_stays_current(tmp_path, monkeypatch):
 
 
 def test_stop_running_ends_running_jobs_and_keeps_queued_ones_from_starting(tmp_path, monkeypatch):
-    """An interrupt stops the children (they used to run on, writing into a closed pipe)."""
+    """An interrupt stops the children (none runs on, writing into a closed pipe)."""
     import threading
     job = _stand_in(tmp_path, monkeypatch, "echo started; exec sleep 60")
     monkeypatch.setattr(R, "_stopping", threading.Event())

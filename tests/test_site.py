@@ -49,7 +49,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 KEY_PAGES = ["book/intro", "book/part1/federated_learning", "book/part2/exact_recovery",
              "book/part3/passive_active_aia", "book/part4/curious_client",
-             # the pages a reader found worst (issue 23), kept at desktop width for before/after
+             # the densest pages (wide tables, long figures), kept at desktop width for comparison
              "book/part4/curious_client_factors", "book/part3/gradient_aia_regression", "book/part5/closing"]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -353,7 +353,7 @@ def test_no_build_paths_in_the_pages(site):
     assert not bad, f"build paths in rendered pages: {bad}"
 
 
-# --- per page: what a reader sees, solutions opened (issue 23) --------------------------------
+# --- per page: what a reader sees, solutions opened -------------------------------------------
 
 # The probe: first in <head>, it records every console error and uncaught error (a script parse
 # error such as a duplicate `const` included); once the test signals (window.__flp_go, set after

@@ -1,4 +1,4 @@
-"""flprivacy.tables.style: the book's one table style (issue 23)."""
+"""flprivacy.tables.style: the book's one table style."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A Sphinx extension for the book's weight and console (issue 23).
+"""A Sphinx extension for the book's weight and console.
 
 - MathJax served from the build itself (math renders offline), but only the parts a page can
   load: the single component ``tex-chtml.js`` with its CommonHTML fonts, and the TeX extensions

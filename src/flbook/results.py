@@ -57,3 +57,12 @@ def load_result(name: str, scale_: str = "paper") -> dict[str, Any]:
         raise ValueError(f"{path} records scale {record.get('scale')!r}, not the {scale_!r} asked for; "
                          f"rerun its command at {SCALE_ENV}={scale_}.")
     return record
+
+
+def load_result_or_none(name: str, scale_: str = "paper") -> dict[str, Any] | None:
+    """:func:`load_result`, or ``None`` when the file is not committed (a chapter then shows what
+    it has without it). A file of another scale still raises ``ValueError``."""
+    try:
+        return load_result(name, scale_)
+    except FileNotFoundError:
+        return None

@@ -1,4 +1,4 @@
-"""Plausible bugs in the Flower adapter (issue 15): recording, forging and client training.
+"""Plausible bugs in the Flower adapter: recording, forging and client training.
 
 Run from the repository root, with a Python that has the Flower extra:
 
@@ -63,7 +63,7 @@ MUTANTS = [
            'forged = adv.forge(rnd["t"], min(getattr(adv, "targets", None) or [getattr(adv, "target", int(client))]), '
            'rnd["theta"], self) if adv is not None else None',
            "Alg. 4 targets one client: the forged model goes to every sampled node"),
-    # ---- faults: a node that does not reply, a node that joins late (issue 25) ------------------------------
+    # ---- faults: a node that does not reply, a node that joins late ------------------------------------------
     Mutant("failure_kept_in_participants", LOG, "        self.participants[t].remove(c)\n", "",
            "a client that did not reply is listed among the round's participants"),
     Mutant("failure_not_recorded", FL,

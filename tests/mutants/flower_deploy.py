@@ -1,4 +1,4 @@
-"""Plausible bugs in the loopback Flower deployment (issue 25): the App's two halves, the files each
+"""Plausible bugs in the loopback Flower deployment: the App's two halves, the files each
 node reads, the server's polling of replies and the harness that must kill every process it started.
 
 Run in a clone, with that clone's sources first on the path (the SuperLink's and SuperNodes'

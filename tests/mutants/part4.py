@@ -31,7 +31,7 @@ MUTANTS = [
     Mutant("upper_bound_replays_super_client_factors", FAC,
            "labels, client_sizes = y, list(case.sizes)",
            "labels, client_sizes = y, None",
-           "App. F: the factor analysis' upper bound replays the super-client (the bug issue 9 reports)"),
+           "App. F: the factor analysis' upper bound replays the super-client instead of the true clients"),
     Mutant("fedavg_unweighted_replay", INV, "out = out + (Xk.shape[0] / N) *",
            "out = out + (1 / len(sizes)) *", "eq. 2: FedAvg weights N_k / N replaced by 1 / K"),
     # ---- bicubic low-resolution dummy (Wilson §4, Yue et al. 2023) -----------------------------------

@@ -1,4 +1,4 @@
-"""Plausible bugs in the reliability layer (issue 10): checks dropped, the log duplicating or
+"""Plausible bugs in the reliability layer: checks dropped, the log duplicating or
 mixing up models, the least-squares error estimate mis-stated, chunks mis-indexed."""
 
 from tools.mutation import Mutant, pytest_command

@@ -27,7 +27,8 @@ import torch
 
 from flprivacy.config import SCALE_ENV, SCALES, SEED_ENV, project_root, scale
 
-from ..results import load_result, result_path, results_dir  # noqa: F401 - where result files live, read back
+from ..results import (  # noqa: F401 - where result files live, read back
+    load_result, load_result_or_none, result_path, results_dir)
 
 
 _STARTED = (time.perf_counter(), time.process_time())
@@ -329,6 +330,15 @@ def save_result(name: str, data: Any, *, seeds: Sequence[int] | None, scale_: st
     }
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path
+
+
+def short_long_rows(summary: dict[str, Any], rounds: Sequence[int]) -> dict[str, Any]:
+    """A Part III summary with its ``active-<r>/`` rows renamed by the active phase's length:
+    ``rounds = (short, long)`` (a file's ``settings["active_rounds"]``, or the paper's ``(10, 50)``)
+    become ``active-short/`` and ``active-long/``, so tables of different round counts line up."""
+    short, long_ = rounds
+    return {k.replace(f"active-{short}/", "active-short/").replace(f"active-{long_}/", "active-long/"): v
+            for k, v in summary.items()}
 
 
 def started_as_command(argv: Sequence[str] | None = None) -> bool:

@@ -1,4 +1,4 @@
-"""Memory of the message log at scale (issue 10): peak resident memory of a FedAvg run that logs
+"""Memory of the message log at scale: peak resident memory of a FedAvg run that logs
 every exchange, with the log in memory and on disk.
 
 The setting: 10 clients, full participation, an MLP with 540 inputs and 128 hidden units

@@ -1,4 +1,4 @@
-"""Benchmark: seconds per FedAvg round, side by side, on four runners (issues 15 and 25).
+"""Benchmark: seconds per FedAvg round, side by side, on four runners.
 
     python -m flbook.experiments.flower_overhead [--ray-tries N] [--deploy-rounds R]
 

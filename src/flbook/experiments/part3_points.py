@@ -1,8 +1,7 @@
 """Part III's longest commands, resumable point by point (:mod:`flbook.experiments.points`).
 
 Fig. 3's batch-size panel and Table 3 on Income-A of Diana et al. 2025 cost hours of one core
-each at paper scale, more than a session; run whole, they were lost three times when a session
-ended. This command runs the same computations as :mod:`.part3_fig3` and :mod:`.part3_table3`,
+each at paper scale; run whole, an interruption loses every finished run. This command runs the same computations as :mod:`.part3_fig3` and :mod:`.part3_table3`,
 with their functions and settings, but keeps each finished point in
 ``book/results/points/<result>/``, so the next call (``make reproduce`` or the same command)
 resumes where the last one stopped, and writes the same result file when every point is there:

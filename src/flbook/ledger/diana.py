@@ -20,9 +20,8 @@ _PARTS = ("diana_reconstruction", "diana_aia", "diana_sensitivity")
 def rows() -> list[Row]:
     """The parts' rows, Part II first. Where two parts make a row of the same id, the later one's
     replaces the earlier one's (in the later part's order): :mod:`.diana_sensitivity` decides Fig. 3 and App. C.2-C.3
-    with margins from the theory, and the rows of ``diana_aia._fig3_rows`` it replaces stay there
-    only because the experiments import :mod:`.diana_aia`'s tables (editing that module would mark
-    their result files as changed)."""
+    with margins from the theory, replacing the rows of the same ids that ``diana_aia._fig3_rows``
+    makes with a fixed 1 p.p. margin."""
     out: list[Row] = []
     for part in _PARTS:
         try:
@@ -32,8 +31,8 @@ def rows() -> list[Row]:
                 raise
             continue
         new = mod.rows()
-        extra = getattr(mod, "referee_claim_rows", None)  # claims that had no row, kept apart from
-        if extra is not None:  # the part's rows(), which recorded runs reach
+        extra = getattr(mod, "referee_claim_rows", None)  # claims that had no row, made apart from
+        if extra is not None:  # the part's rows()
             new = new + extra()
         ids = {r.result_id for r in new}
         out = [r for r in out if r.result_id not in ids] + new
@@ -60,9 +59,7 @@ def grad_relaxation_reason(record: dict[str, Any]) -> str:
 
 
 def _with_grad_relaxation(r: Row, record: Callable[[str], dict[str, Any] | None]) -> Row:
-    """A Table 1-3 Grad row that is not reproduced, with :func:`grad_relaxation_reason` added.
-    (Kept here, not in :mod:`.diana_aia`, whose tables the experiments import: editing it would
-    mark their result files as changed.)"""
+    """A Table 1-3 Grad row that is not reproduced, with :func:`grad_relaxation_reason` added."""
     if not (r.result_id.startswith("Diana Table") and "/Grad" in r.result_id and r.reason and r.file):
         return r
     rec = record(r.file)

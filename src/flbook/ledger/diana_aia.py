@@ -798,8 +798,7 @@ def referee_claim_rows() -> list[Row]:
     """The stated claims of Diana et al. that had no row: §1's Fig. 1 numbers,
     §5.3's sentences around Table 1, App. C.1's around Table 2 and App. C.4's around Table 3, each
     decided from the committed result files by the shared rules (:mod:`flbook.ledger.referee`).
-    :func:`flbook.ledger.diana.rows` appends them to this part's :func:`rows` (which the
-    experiments' recorded runs can reach, so it stays as it was)."""
+    :func:`flbook.ledger.diana.rows` appends them to this part's :func:`rows`."""
     return [*_referee_fig1_rows(), *_referee_table1_rows(), *_referee_table2_rows(),
             *_referee_table3_rows()]
 

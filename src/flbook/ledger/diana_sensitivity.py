@@ -34,8 +34,7 @@ normal approximation).
 
 The rows replace those of ``diana_aia._fig3_rows`` (same ids, rules with margins from the
 theory instead of a fixed 1 p.p.; :func:`flbook.ledger.diana.rows` keeps a later part's row
-where ids repeat). The old function stays in :mod:`flbook.ledger.diana_aia` only because the
-experiments import that module's tables, so editing it would mark their result files stale.
+where ids repeat).
 """
 
 from __future__ import annotations

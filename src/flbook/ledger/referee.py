@@ -326,7 +326,7 @@ def build() -> list[Entry]:
         if referee is None:
             raise AttributeError(f"{mod.__name__} has no referee(row) -> Count: every paper module says how its "
                                  "rows count (flbook.ledger.referee)")
-        extra = getattr(mod, "referee_claim_rows", None)  # rows made apart from rows(), which recorded runs reach
+        extra = getattr(mod, "referee_claim_rows", None)  # the stated claims, made apart from rows()
         out.extend(judge(r, referee(r)) for r in mod.rows() + (extra() if extra is not None else []))
     ids = [e.result_id for e in out]
     dup = sorted({i for i in ids if ids.count(i) > 1})
