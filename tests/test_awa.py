@@ -289,15 +289,11 @@ def test_table_ii_ranges():
                             "p_mean": (0, 0.5), "p_var": (0, 0.5)}
 
 
-def test_search_names_are_importable_from_awa():
-    # the search moved to awa_search; awa still offers its names (and keeps them in __all__)
-    from flprivacy.attacks.awa import WeightSearch, tune_weights
+def test_the_default_search_space_is_the_papers_table_ii():
+    # the library owns its default search space; the book records the paper's table apart
+    from flbook.papers.song import TABLE_II
 
-    assert tune_weights is awa_search.tune_weights and WeightSearch is awa_search.WeightSearch
-    assert {"tune_weights", "WeightSearch", "TABLE_II"} <= set(awa.__all__)
-    assert all(hasattr(awa, name) for name in awa.__all__)
-    with pytest.raises(AttributeError):
-        awa.no_such_name  # noqa: B018
+    assert awa.TABLE_II == TABLE_II and awa.TABLE_II is not TABLE_II
 
 
 def test_tune_weights_protocol_and_cost():

@@ -53,7 +53,7 @@ def test_quick_results_never_overwrite_paper_files(monkeypatch, tmp_path):
 
 
 def test_load_result_or_none_is_none_only_for_a_missing_file(monkeypatch, tmp_path):
-    monkeypatch.setattr("flbook.experiments.results_dir", lambda: tmp_path)
+    monkeypatch.setattr("flbook.results.results_dir", lambda: tmp_path)
     monkeypatch.setenv("FLPRIVACY_SCALE", "quick")
     save_result("demo", {"x": 1}, seeds=[3])
     assert load_result_or_none("demo") is None  # no paper-scale file

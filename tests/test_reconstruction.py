@@ -216,13 +216,3 @@ def test_learned_mapping_batch_and_errors():
         learned_mapping_reconstruction((msgs[0][0][:1], msgs[0][1][:1]))
     with pytest.raises(ValueError, match="decode_optimizer"):
         learned_mapping_reconstruction(msgs[0], hidden=4, fit_steps=1, decode_optimizer="sgd")
-
-
-def test_learned_mapping_names_are_importable_from_reconstruction():
-    # the learned mapping moved to its own module; code that imports it from .reconstruction still works
-    from flprivacy.attacks.reconstruction import LearnedMappingResult, UpdateMapping  # noqa: F401
-
-    for name in sorted(reconstruction._LEARNED_MAPPING):
-        assert getattr(reconstruction, name) is getattr(learned_mapping, name)
-    with pytest.raises(AttributeError):
-        reconstruction.no_such_name  # noqa: B018

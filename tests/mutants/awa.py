@@ -14,7 +14,7 @@ from tools.mutation import Mutant, pytest_command
 AWA = "src/flprivacy/attacks/awa.py"
 AWS = "src/flprivacy/attacks/awa_search.py"
 MOD = "src/flprivacy/models.py"
-SONG = "src/flbook/ledger/song.py"
+SONG = "src/flbook/papers/song.py"
 DIAG = "src/flbook/experiments/awa_diagnostics.py"
 INV = "src/flprivacy/attacks/inversion.py"
 

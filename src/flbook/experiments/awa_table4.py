@@ -44,7 +44,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from flprivacy.attacks import awa
+from flprivacy.attacks import awa, awa_search
 from flprivacy.config import at_scale, base_seed, child_seed, generator
 from flprivacy.data import load_cifar10
 from flprivacy.metrics import quality
@@ -123,7 +123,7 @@ def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True, storage: s
             curve["psnr"].append(q["psnr"])
             curve["ssim"].append(q["ssim"])
 
-    res = awa.tune_weights(model, theta, theta_next, n_trials=S["n_trials"], n_startup_trials=S["n_startup_trials"],
+    res = awa_search.tune_weights(model, theta, theta_next, n_trials=S["n_trials"], n_startup_trials=S["n_startup_trials"],
                            trial_iterations=S["trial_iterations"], prune=S["prune"], report_every=S["report_every"],
                            callback=record, storage=storage, study_name=f"awa_table4-{S['model']}-{seed}-case{scen.case}",
                            **common)
@@ -135,7 +135,7 @@ def run_case(seed: int, scen: awa.Scenario, *, with_dlg: bool = True, storage: s
     return out
 
 
-def bo_summary(res: awa.WeightSearch) -> dict:
+def bo_summary(res: awa_search.WeightSearch) -> dict:
     """What the file records of one BO against DLG's loss: Q* (``Q``), the enqueued trial's f(1)
     (``f_unweighted``: Q = 1 is DLG's unweighted eq. 10, at the trials' budget), the best f(Q)
     (``f_best``), whether BO beat f(1) (``bo_beat_unweighted``: only if f_best < f(1)) and whether
@@ -160,7 +160,7 @@ def benchmark(seed: int) -> dict:
                      ("short trials + pruning", dict(trial_iterations=max(1, S["iterations"] // 3), prune=True,
                                                      report_every=S["report_every"]))):
         t0 = time.perf_counter()
-        res = awa.tune_weights(model, theta, theta_next, **kw, **common)
+        res = awa_search.tune_weights(model, theta, theta_next, **kw, **common)
         seconds = time.perf_counter() - t0
         q = quality(res.reconstruction.images, X).summary()
         out[name] = dict(total_iterations=res.total_iterations, seconds=seconds, objective=min(res.values),

@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from flprivacy.attacks import awa
+from flprivacy.attacks import awa, awa_search
 from flprivacy.config import base_seed, child_seed
 from ..papers.song import CASES, TABLE_III, TABLE_IV
 from flprivacy.models import FLModel
@@ -227,7 +227,7 @@ def bo_one(model_name: str, case: str, *, device: str, settings: dict = BO) -> d
     attack's scores."""
     c = client(model_name, case, device)
     theta_next, labels = c.update()
-    res = awa.tune_weights(c.model, c.theta, theta_next, labels=labels, image_shape=(3, 32, 32), lr=1e-3,
+    res = awa_search.tune_weights(c.model, c.theta, theta_next, labels=labels, image_shape=(3, 32, 32), lr=1e-3,
                            epochs=c.E, batches=c.B, attack_lr=0.1, seed=child_seed(seed(), 3), gradient_scale=c.scaled,
                            storage=bo_storage(model_name, case), study_name=bo_name(model_name, case), **settings)
     c.synchronize()

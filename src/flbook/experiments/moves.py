@@ -18,7 +18,8 @@ module judges the run's code by what it *is*, wherever it now lives:
    (:func:`resolve`), in the old tree and in the new one.
 4. **The same code.** A reachable definition (function, class, assignment) must have the same
    syntax tree at its new home as in the run, docstrings and layout aside, with every import in
-   it (top-level or inside a function) replaced by the definition it resolves to
+   it (top-level or inside a function), and every attribute of a library module bound at the top
+   of its file (``awa.tune_weights``), replaced by the definition it resolves to
    (:func:`canonical_digest`): ``from .federation import ClientData`` and ``from flprivacy.clients
    import ClientData`` are the same code when the map moved ``ClientData`` to ``flprivacy.clients``.
    Every global name the unit looks up must resolve, in its new module, to the image of what it
@@ -284,9 +285,17 @@ class _Canonical(ast.NodeTransformer):
     """Replace every import with assignments of the resolved targets, and rename module names in
     strings (see :func:`canonical_digest`)."""
 
-    def __init__(self, tree: Tree, dotted: str, is_package: bool, to_new, rename_text=None) -> None:
+    def __init__(self, tree: Tree, dotted: str, is_package: bool, to_new, rename_text=None,
+                 modules: Mapping[str, str] | None = None) -> None:
         self.tree, self.dotted, self.is_package, self.to_new = tree, dotted, is_package, to_new
         self.rename_text = rename_text
+        self.modules = modules or {}  # global names bound to a library module -> that module
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        """``module.name`` of a library module bound at the top of the file: what it resolves to."""
+        if isinstance(node.value, ast.Name) and node.value.id in self.modules and isinstance(node.ctx, ast.Load):
+            return ast.Constant(self.to_new(resolve(self.tree, self.modules[node.value.id], node.attr)))
+        return self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> ast.Constant:
         if self.rename_text is not None and isinstance(node.value, str):
@@ -309,14 +318,37 @@ def canonical_digest(nodes: Iterable[ast.AST], tree: Tree, dotted: str, to_new=l
     module names in its strings renamed (``rename_text``: a point's ``"package.module:function"``)."""
     found = tree.file(dotted)
     is_package = bool(found and found[0].endswith("__init__.py"))
+    nodes = list(nodes)
+    bound = _library_modules(tree, dotted)
+    local = {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
+        a.arg for node in nodes for n in ast.walk(node) if isinstance(n, ast.arguments)
+        for a in (*n.posonlyargs, *n.args, *n.kwonlyargs, n.vararg, n.kwarg) if a is not None} | {
+        (a.asname or a.name).split(".")[0] for node in nodes if not isinstance(node, (ast.Import, ast.ImportFrom))
+        for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    modules = {k: v for k, v in bound.items() if k not in local}  # a name the unit rebinds is not the module
     out = []
     for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             node = ast.Module(body=[node], type_ignores=[])
-        if rename_text is not None or any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node)):
-            node = _Canonical(tree, dotted, is_package, to_new, rename_text).visit(copy.deepcopy(node))
+        if rename_text is not None or any(isinstance(n, (ast.Import, ast.ImportFrom)) or (
+                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in modules)
+                for n in ast.walk(node)):
+            node = _Canonical(tree, dotted, is_package, to_new, rename_text, modules).visit(copy.deepcopy(node))
         out.append(ast.dump(node))
     return hashlib.sha256("\n".join(out).encode()).hexdigest()[:12]
+
+
+def _library_modules(tree: Tree, dotted: str) -> dict[str, str]:
+    """The module's global names bound (by an import at its top level) to a library module, and
+    that module: ``{"awa": "flprivacy.attacks.awa"}``."""
+    info = tree.units(dotted)
+    out = {}
+    for name, nodes in (info[0] if info else {}).items():
+        if nodes and isinstance(nodes[-1], (ast.Import, ast.ImportFrom)):
+            t = resolve(tree, dotted, name)
+            if t.startswith("module:"):
+                out[name] = t.removeprefix("module:")
+    return out
 
 
 _MEMO: dict[tuple, object] = {}

@@ -52,9 +52,9 @@ from ..validation import as_tensor, check_finite, check_int, check_positive, che
 from .inversion import Reconstruction, decode_dummy, dummy_latent, update_distance
 
 __all__ = [
-    "AWAWeights", "Layer", "PAPER_SCENARIOS", "Scenario", "TABLE_II", "UNWEIGHTED", "WeightSearch", "agic_attack", "awa_attack",
+    "AWAWeights", "Layer", "PAPER_SCENARIOS", "Scenario", "TABLE_II", "UNWEIGHTED", "agic_attack", "awa_attack",
     "client_update", "dlg_attack", "enhanced_layers", "interpolate", "layer_weights", "linear_weights",
-    "model_layers", "replay", "replay_gap", "tune_weights", "weighted_distance",
+    "model_layers", "replay", "replay_gap", "weighted_distance",
 ]
 
 
@@ -669,18 +669,3 @@ def agic_attack(model: FLModel, theta: Tensor, theta_next: Tensor, *, labels: Te
     rec.settings = dict(method="AGIC", lr=lr, epochs=epochs, batches=batches, attack_lr=attack_lr,
                         iterations=iterations, iterations_run=done, seed=seed)
     return rec
-
-
-# ---- §4.2.2: the Bayesian optimisation of Q lives in .awa_search ---------------------------------
-_SEARCH = frozenset({"WeightSearch", "tune_weights"})
-
-
-def __getattr__(name: str) -> object:
-    """:func:`~flprivacy.attacks.awa_search.tune_weights` and its result, importable from here as
-    before the split (looked up on first use: :mod:`.awa_search` imports this module, so importing it
-    at the top would be a cycle)."""
-    if name in _SEARCH:
-        from . import awa_search
-
-        return getattr(awa_search, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

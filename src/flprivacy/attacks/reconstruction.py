@@ -440,20 +440,3 @@ def random_subset_search(messages: Messages | Tensor, n_subsets: int = 10**7, si
             history.append(best_cond)
             bar.update(b)
     return SubsetSelection(usable[best_rows].sort().values, best_cond, time.perf_counter() - t0, done, history)
-
-
-# ---- Xu & Neglia Algo. 3 lives in .learned_mapping ----------------------------------------------
-_LEARNED_MAPPING = frozenset({
-    "UpdateMapping", "LearnedMappingResult", "update_span", "decode_mapping", "follow_mapping",
-    "learned_mapping_reconstruction_batch", "learned_mapping_reconstruction",
-})
-
-
-def __getattr__(name: str) -> object:
-    """The learned mapping's names, importable from here as before the split (looked up on first
-    use: :mod:`.learned_mapping` imports this module, so importing it at the top would be a cycle)."""
-    if name in _LEARNED_MAPPING:
-        from . import learned_mapping
-
-        return getattr(learned_mapping, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
