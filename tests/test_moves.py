@@ -172,3 +172,22 @@ def test_a_file_git_does_not_give_as_recorded_is_stale(repo):
     wrong = dict(sources, **{"flprivacy/exp/helpers.py": "0" * 16})
     ok, why = check_moved(wrong, commit, ENTRY, Renames(), path, path / "src")
     assert not ok and why.startswith("the run's code is not available") and "not the file the run recorded" in why
+
+
+def test_a_function_called_as_a_module_attribute_may_move_with_the_map(repo):
+    _write(repo, "flprivacy/exp/cmd.py", COMMAND.replace("from .helpers import TABLE, scale", "from . import helpers\nfrom .helpers import TABLE").replace(
+        "return scale(x)", "return helpers.scale(x)"))
+    path, commit, sources = repo
+    _git(path, "add", "-A")
+    _git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "attribute")
+    text = (path / "src/flprivacy/exp/cmd.py").read_bytes()
+    run = (path, _git(path, "rev-parse", "HEAD"), dict(sources, **{"flprivacy/exp/cmd.py": hashlib.sha256(text).hexdigest()[:16]}))
+    _write(repo, "flprivacy/exp/maths.py", '"""Maths."""\nimport math\n\nfrom .helpers import RATE\n\n\n'
+           'def scale(x):\n    return RATE * math.sqrt(x)\n')
+    _write(repo, "flprivacy/exp/cmd.py", text.decode().replace("from . import helpers", "from . import maths").replace(
+        "helpers.scale(x)", "maths.scale(x)"))
+    renames = Renames(units={"flprivacy.exp.helpers:scale": "flprivacy.exp.maths:scale"})
+    ok, why = _check(run, renames)
+    assert ok, why  # helpers.scale in the run is maths.scale now
+    _write(repo, "flprivacy/exp/cmd.py", text.decode().replace("helpers.scale(x)", "helpers.unused(x)"))
+    assert not _check(run, renames)[0]  # another function of the same module

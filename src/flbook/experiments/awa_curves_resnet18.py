@@ -29,17 +29,12 @@ from ..papers.song import TABLE_III
 from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, run_variant
 from .awa_table4_resnet18 import MODELS, client, encode_images, seed
+from ..names.awa_curves_resnet18 import NAME, file_name  # noqa: F401 - the curves' file names
 
-NAME = "awa_curves_resnet18"
 ITERATIONS = 3000
 """Fig. 3's budget (Song §5.2: "after 3,000 attack iterations")."""
 EVERY = 50
 """Iterations between two points of a curve."""
-
-
-def file_name(model: str, case: str) -> str:
-    """The stem of a curve's file under ``book/results``: ``awa_curves_resnet18/<model>_case<k>``."""
-    return f"{NAME}/{model}_{case.replace(' ', '')}"
 
 
 def curve(model: str, case: str, *, iterations: int = ITERATIONS, every: int = EVERY, device: str = "cpu") -> dict:

@@ -71,31 +71,10 @@ from flprivacy.models import FLModel
 from . import keep_freed_memory, positive_int, result_path, save_result
 from .awa_diagnostics import Variant, make_model, run_variant, scores
 from .awa_table4 import bo_summary, client_images
+from ..names.awa_table4_resnet18 import NAME, Run, bo_name  # noqa: F401 - the grid's file names
 
-NAME = "awa_table4_resnet18"
 MODELS = ("resnet18", "resnet18-sigmoid", "resnet18-bn-eval")
 METHODS = ("DLG", "AGIC", "AWA")
-
-
-@dataclass(frozen=True)
-class Run:
-    """One cell of the grid: a model, a case of Song §5.2 and an attack."""
-
-    model: str
-    case: str
-    method: str
-
-    @property
-    def file_name(self) -> str:
-        return f"{NAME}/{self.model}_{self.case.replace(' ', '')}_{self.method}"
-
-    @property
-    def cost(self) -> int:
-        """Local steps the attack replays per iteration (its relative cost, for scheduling)."""
-        E, B = CASES[self.case]
-        if self.method == "AGIC":
-            return 1
-        return B if self.case == "case 4" else E * B
 
 
 def grid(models: tuple[str, ...] = MODELS, cases: tuple[str, ...] = tuple(CASES)) -> list[Run]:
@@ -202,11 +181,6 @@ def run_one(r: Run, *, iterations: int, device: str) -> dict:
 
 #: The pruned BO protocol of ``--bo`` (Song's: n_trials=50, n_startup_trials=12, trials of 1,000 iterations, no pruning).
 BO = dict(n_trials=50, n_startup_trials=12, iterations=1000, trial_iterations=200, prune=True, report_every=50)
-
-
-def bo_name(model: str, case: str) -> str:
-    """The stem of a BO's files under ``book/results``: ``awa_table4_resnet18/bo/<model>_case<k>``."""
-    return f"{NAME}/bo/{model}_{case.replace(' ', '')}"
 
 
 def bo_db(model: str, case: str) -> Path:

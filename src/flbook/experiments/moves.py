@@ -338,6 +338,14 @@ def canonical_digest(nodes: Iterable[ast.AST], tree: Tree, dotted: str, to_new=l
     return hashlib.sha256("\n".join(out).encode()).hexdigest()[:12]
 
 
+def _only_attribute_uses(nodes: Iterable[ast.AST], name: str) -> bool:
+    """Is ``name`` used in this code only as ``name.attribute`` (read)?"""
+    parents = {id(c): n for node in nodes for n in ast.walk(node) for c in ast.iter_child_nodes(n)}
+    uses = [n for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
+    return all(isinstance(parents.get(id(u)), ast.Attribute) and parents[id(u)].value is u
+               and isinstance(u.ctx, ast.Load) for u in uses)
+
+
 def _library_modules(tree: Tree, dotted: str) -> dict[str, str]:
     """The module's global names bound (by an import at its top level) to a library module, and
     that module: ``{"awa": "flprivacy.attacks.awa"}``."""
@@ -492,6 +500,8 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             if g == unit:
                 continue
             old_g = resolve(old, dotted, g) if g in units else "builtin"
+            if old_g.startswith("module:") and _only_attribute_uses(nodes, g):
+                continue  # module.name: compared as what it resolves to (canonical_digest)
             before = to_new(old_g) if g in units else "builtin"
             now_units = new.units(new_module)[0]  # type: ignore[index]
             after = resolve(new, new_module, g) if g in now_units else "builtin"

@@ -42,6 +42,10 @@ UNITS: dict[str, str] = {
         "learned_mapping_reconstruction")},
     **{f"flprivacy.attacks.awa:{name}": f"flprivacy.attacks.awa_search:{name}" for name in (
         "WeightSearch", "_storage_url", "tune_weights")},
+    **{f"flbook.experiments.awa_table4_resnet18:{name}": f"flbook.names.awa_table4_resnet18:{name}" for name in (
+        "NAME", "Run", "bo_name")},
+    **{f"flbook.experiments.awa_curves_resnet18:{name}": f"flbook.names.awa_curves_resnet18:{name}" for name in (
+        "NAME", "file_name")},
 }
 
 PROVENANCE_ONLY: frozenset[str] = frozenset({

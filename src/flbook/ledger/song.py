@@ -299,7 +299,7 @@ def case4_psnr_verdict(awa_psnr: Mapping[str, float]) -> Verdict:
 def resnet18_runs() -> dict[tuple[str, str, str], dict[str, Any]]:
     """The committed runs of ``awa_table4_resnet18`` (Table IV at ResNet-18, 1,000 iterations, AWA with Table
     III's Q), keyed ``(model, case, method)``; a run not committed is absent."""
-    from ..experiments.awa_table4_resnet18 import Run  # the file names live there (imports torch: not at the top)
+    from ..names.awa_table4_resnet18 import Run  # the grid's file names
 
     out = {}
     for model in RESNET18_MODELS:
@@ -315,7 +315,7 @@ def resnet18_bo_runs() -> dict[tuple[str, str], dict[str, Any]]:
     """The committed BOs of our own at ResNet-18 (``awa_table4_resnet18 --bo``: Alg. 2 in the book's
     pruned protocol, then the final attack), keyed ``(model, case)``; a BO whose final attack has not
     run (a partial study, kept in its SQLite file) is absent."""
-    from ..experiments.awa_table4_resnet18 import bo_name
+    from ..names.awa_table4_resnet18 import bo_name
 
     out = {}
     for model in RESNET18_MODELS:
@@ -329,7 +329,7 @@ def resnet18_bo_runs() -> dict[tuple[str, str], dict[str, Any]]:
 def resnet18_curves() -> dict[tuple[str, str], dict[str, Any]]:
     """The committed curves of ``awa_curves_resnet18`` (Figs. 3-4 at ResNet-18: the grid's AWA cell with Table
     III's Q run for 3,000 iterations, scored every 50), keyed ``(model, case)``; a curve not committed is absent."""
-    from ..experiments.awa_curves_resnet18 import file_name
+    from ..names.awa_curves_resnet18 import file_name
 
     out = {}
     for model in RESNET18_MODELS:
@@ -726,7 +726,7 @@ def song_bn_reading_label() -> str:
 def song_repeat_runs() -> dict[tuple[str, str, str], dict[str, Any]]:
     """The committed reruns of Table IV's cells (``awa_table4_resnet18/repeat/``: the same model, case,
     attack and image set run again, on another device), keyed ``(model, case, method)``."""
-    from ..experiments.awa_table4_resnet18 import Run
+    from ..names.awa_table4_resnet18 import Run
 
     out = {}
     for model in RESNET18_MODELS:
