@@ -26,7 +26,6 @@ Two kinds of canary:
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 import os
@@ -318,11 +317,9 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
     if module is not None:
         own = f"flbook/experiments/{module}.py"
         if own not in rec_sources:
-            from .fingerprint import source_units
-            from .moves import file_at_commit
+            from .moves import module_at_commit
 
-            text = file_at_commit(str(record.get("commit") or ""), own)
-            at = None if text is None else (hashlib.sha256(text).hexdigest()[:16], source_units(text))
+            at = module_at_commit(str(record.get("commit") or ""), own)
             if at is None:
                 out.append(f"{own} (not in the record, and its commit does not give it)")
             else:
@@ -456,3 +453,17 @@ def reverified(record: dict[str, Any], why: str) -> tuple[bool, str]:
     return True, (f"current (re-verified {str(last.get('date'))[:10]} by {last.get('canary')}: max rel. dev. "
                   f"{last.get('max_rel_deviation', 0):.1g}, max abs. dev. {last.get('max_abs_deviation', 0):.1g}, "
                   f"within rel. {tol.get('rel')} + abs. {tol.get('abs')})")
+
+
+def still_current(record: dict[str, Any], entries: list[tuple[str, str]], why: str,
+                  own: tuple[str, str] | None = None) -> tuple[bool, str]:
+    """A record the plain unit rule found changed (``why``) is still current when its code only
+    moved (:func:`~flbook.experiments.moves.moved_status`, with ``own`` the command's own file and
+    hash) or a canary re-verified it since (:func:`reverified`); else stale, with the more precise
+    of the two reasons. ``reproduce.record_status`` and ``points.load_point`` both ask this."""
+    from .moves import moved_status
+
+    moved, moved_why = moved_status(record, entries, own)
+    if moved:
+        return True, "current (its code has moved since the run; judged where it lives now)"
+    return reverified(record, moved_why or why)

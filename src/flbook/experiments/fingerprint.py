@@ -371,17 +371,23 @@ def _mentions_in(path: str, sha: str, keep: frozenset[str]) -> frozenset[str]:
     return frozenset(_mentions([n for u in sorted(keep) for n in units[u]]))
 
 
-@functools.lru_cache(maxsize=512)
-def _parsed(path: str, sha: str) -> tuple[dict[str, list[ast.AST]], list[str], bool] | None:
-    """A file's units (nodes), its order and whether it has ``from __future__ import annotations``;
-    cached by content (``sha``), so that checking many records parses each file once."""
-    tree = _parse(Path(path).read_bytes())
+def parsed_units(text: str | bytes) -> tuple[dict[str, list[ast.AST]], list[str], bool] | None:
+    """A source's units (nodes), their order and whether it has ``from __future__ import
+    annotations``; None when it does not parse."""
+    tree = _parse(text)
     if tree is None:
         return None
     units, order = _units(tree)
     lazy = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations"
                for a in s.names) for s in tree.body)
     return units, order, lazy
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(path: str, sha: str) -> tuple[dict[str, list[ast.AST]], list[str], bool] | None:
+    """:func:`parsed_units` of a file, cached by content (``sha``), so that checking many records
+    parses each file once."""
+    return parsed_units(Path(path).read_bytes())
 
 
 @functools.lru_cache(maxsize=512)

@@ -1,7 +1,7 @@
 """Provenance that lets code move: is the code a run executed still the code of the tree, modulo
 renames?
 
-:func:`~flprivacy.experiments.fingerprint.check_sources` compares a record's files with the files
+:func:`~flbook.experiments.fingerprint.check_sources` compares a record's files with the files
 of the same paths today, so moving a function to another module, renaming a module or moving a
 whole package reads as a removal, and every result whose run imported that file goes stale. This
 module judges the run's code by what it *is*, wherever it now lives:
@@ -9,7 +9,7 @@ module judges the run's code by what it *is*, wherever it now lives:
 1. **The run's code, as it was.** A record names its commit and the whole-file hash of every
    library file it imported; git gives those files back (:class:`OldTree`), checked against the
    hashes (a file that git does not give, or gives with another hash, leaves the record stale).
-2. **What the run could execute.** :func:`~flprivacy.experiments.fingerprint.reachable_units` on
+2. **What the run could execute.** :func:`~flbook.experiments.fingerprint.reachable_units` on
    that old code, from the run's entries (the command's ``__main__`` block, or a point's
    function): a unit the run could not reach may be removed or changed freely.
 3. **Where each unit lives now.** The rename map (:mod:`.renames`: old module to new, and single
@@ -55,7 +55,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .fingerprint import MAIN_GUARD, MODULE, _global_names, _inert, _is_main_guard, _parse, _units, reachable_units
+from .fingerprint import MAIN_GUARD, MODULE, _global_names, _inert, _is_main_guard, parsed_units, reachable_units
 
 UNAVAILABLE = "the run's code is not available"
 """How :func:`check_moved`'s reason starts when git cannot give back the code a run recorded."""
@@ -79,6 +79,11 @@ class Renames:
     modules: Mapping[str, str] = field(default_factory=dict)
     units: Mapping[str, str] = field(default_factory=dict)
     provenance_only: frozenset[str] = frozenset()
+
+    def key(self) -> tuple:
+        """The map as a hashable value (results computed under it are cached by it)."""
+        return (tuple(sorted(self.modules.items())), tuple(sorted(self.units.items())),
+                tuple(sorted(self.provenance_only)))
 
     def exempt(self, dotted: str, name: str) -> bool:
         """Is this old unit one that only computes a record's provenance (not compared)?"""
@@ -111,7 +116,7 @@ class Renames:
 
 
 def rename_command(command: str, renames: Renames) -> str:
-    """A recorded command with its ``-m module`` (and any ``"module:function"``) renamed."""
+    """A recorded command with the module it runs (``-m module``) renamed."""
     words = command.split(" ")
     out = []
     for i, w in enumerate(words):
@@ -158,14 +163,8 @@ class Tree:
 
 @functools.lru_cache(maxsize=1024)
 def _parsed_units(sha: str, text: bytes) -> tuple[dict[str, list[ast.AST]], list[str], bool] | None:
-    """:func:`Tree.units` of one file's content, parsed once per content."""
-    tree = _parse(text)
-    if tree is None:
-        return None
-    lazy = any(isinstance(s, ast.ImportFrom) and s.module == "__future__"
-               and any(a.name == "annotations" for a in s.names) for s in tree.body)
-    units, order = _units(tree)
-    return units, order, lazy
+    """:func:`~flbook.experiments.fingerprint.parsed_units` of one file's content, parsed once per content."""
+    return parsed_units(text)
 
 
 class NewTree(Tree):
@@ -179,9 +178,18 @@ class NewTree(Tree):
         path = self.root / rel
         return path.read_bytes() if path.is_file() else None
 
+    @functools.cached_property
+    def stamp(self) -> str:
+        """A hash of every Python file under ``root``: what a resolution in this tree can depend on
+        (results cached under it are shared by the records one process checks)."""
+        h = hashlib.sha256()
+        for path in sorted(self.root.rglob("*.py")):
+            h.update(path.relative_to(self.root).as_posix().encode() + b"\0" + path.read_bytes())
+        return h.hexdigest()
+
 
 class OldTree(Tree):
-    """The files of ``src`` at a commit, read with one ``git cat-file --batch`` process."""
+    """The files of ``src`` at a commit, read from git (``git cat-file blob``), each once per process."""
 
     _blobs: dict[tuple[str, str], bytes | None] = {}
 
@@ -198,14 +206,27 @@ class OldTree(Tree):
         return OldTree._blobs[key]
 
 
-def file_at_commit(commit: str, rel: str) -> bytes | None:
-    """The bytes of ``src/<rel>`` at ``commit`` (None when git does not have it, or the commit is
-    unknown or "+dirty": the file a run read may then differ from the commit's)."""
+def known_commit(commit: str) -> bool:
+    """Whether ``commit`` names the code a run read: not empty, "unknown" or "+dirty"."""
+    return bool(commit) and commit != "unknown" and not commit.endswith("+dirty")
+
+
+def module_at_commit(commit: str, rel: str) -> tuple[str, str | None] | None:
+    """The whole-file hash and the units (``fingerprint.source_units``) of file ``rel``
+    (``"flbook/<path>.py"``) as committed at ``commit``, or None when the commit is unknown,
+    "+dirty" (the file the run read may differ from the commit's) or lacks the file.
+
+    A command runs its own module as ``__main__``, which the record's ``sources`` (the modules
+    the run imported) do not list; a run from a clean commit read that module as committed there,
+    so a record is judged by this, as if it had listed it."""
     from flprivacy.config import project_root
 
-    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+    from .fingerprint import source_units
+
+    if not known_commit(commit):
         return None
-    return OldTree(commit, project_root())._read(rel)
+    text = OldTree(commit, project_root())._read(rel)  # the bytes, as the run hashed them
+    return None if text is None else (hashlib.sha256(text).hexdigest()[:16], source_units(text))
 
 
 def _absolute(node: ast.ImportFrom, dotted: str, is_package: bool) -> str:
@@ -363,16 +384,11 @@ _MEMO: dict[tuple, object] = {}
 
 
 def _memo(key: tuple, compute):
-    """Results that depend only on a file's content (and the rename map), shared by the records of
-    one process."""
+    """Results keyed by everything they depend on (the files' contents, the new tree's, the rename
+    map), shared by the records one process checks."""
     if key not in _MEMO:
         _MEMO[key] = compute()
     return _MEMO[key]
-
-
-def _sha_of(tree: Tree, dotted: str) -> str:
-    found = tree.file(dotted)
-    return "" if found is None else hashlib.sha256(found[1]).hexdigest()
 
 
 def _literal(tree: Tree, terminal: str) -> str | None:
@@ -424,21 +440,20 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
     old, new = OldTree(commit, repo), NewTree(new_root)
     files: dict[str, tuple[dict[str, list[ast.AST]], bool]] = {}
     tmp = _old_root(commit)
-    if True:
-        for rel, sha in sources.items():
-            found = old.file(module_of(rel))
-            if found is None or found[0] != rel:
-                return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not in git (a shallow clone?)"
-            if hashlib.sha256(found[1]).hexdigest()[:len(sha)] != sha:
-                return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not the file the run recorded"
-            info = old.units(module_of(rel))
-            if info is None:
-                return False, f"{rel} at commit {commit[:12]} does not parse"
-            files[rel] = (info[0], info[2])
-            if not (tmp / rel).is_file():
-                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / rel).write_bytes(found[1])
-        reach = reachable_units(files, entries, tmp)
+    for rel, sha in sources.items():
+        found = old.file(module_of(rel))
+        if found is None or found[0] != rel:
+            return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not in git (a shallow clone?)"
+        if hashlib.sha256(found[1]).hexdigest()[:len(sha)] != sha:
+            return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not the file the run recorded"
+        info = old.units(module_of(rel))
+        if info is None:
+            return False, f"{rel} at commit {commit[:12]} does not parse"
+        files[rel] = (info[0], info[2])
+        if not (tmp / rel).is_file():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(found[1])
+    reach = reachable_units(files, entries, tmp)
     if reach is None:
         reach = {(rel, u) for rel, (units, _) in files.items() for u in units} | {
             (rel, MAIN_GUARD) for rel in files}
@@ -459,9 +474,9 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             new_info = new.units(new_module)
             if new_info is None:
                 return False, f"{where}: its module {new_module} is gone, and the run ran it at import"
-            before = _memo(("old", id(renames), _sha_of(old, dotted), dotted, unit),
+            before = _memo(("old", renames.key(), commit, new.stamp, dotted, unit),
                            lambda: canonical_digest(_module_nodes(units, unit), old, dotted, to_new, renames.rename_text))
-            after = _memo(("new", _sha_of(new, new_module), new_module, unit),
+            after = _memo(("new", new.stamp, new_module, unit),
                           lambda: canonical_digest(_module_nodes(new_info[0], unit), new, new_module))
             if before != after:
                 return False, f"{where} changed since the run (now in {new_module}), and the run ran it"
@@ -486,16 +501,16 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
                 continue  # an import: its definition is judged where it is defined (it is reachable too)
             _, home, home_name = new_terminal.split(":")
             new_units = new.units(home)[0]  # type: ignore[index]
-            before = _memo(("old", id(renames), _sha_of(old, dotted), dotted, unit),
+            before = _memo(("old", renames.key(), commit, new.stamp, dotted, unit),
                            lambda: canonical_digest(nodes, old, dotted, to_new, renames.rename_text))
-            after = _memo(("new", _sha_of(new, home), home, home_name),
+            after = _memo(("new", new.stamp, home, home_name),
                           lambda: canonical_digest(new_units[home_name], new, home))
             if before != after and not same_literal(old, old_terminal, new, new_terminal):
                 return False, f"{where} changed since the run (now {home}:{home_name}), and the run can reach it"
             checked.add((home, home_name))
             new_module = home
         # every global the unit looks up resolves to the image of what it resolved to in the run
-        names = _memo(("globals", _sha_of(old, dotted), dotted, unit), lambda: _global_names(nodes))
+        names = _memo(("globals", commit, dotted, unit), lambda: _global_names(nodes))
         for g in sorted(names):
             if g == unit:
                 continue
@@ -581,7 +596,7 @@ def moved_status(record: Mapping, entries: list[tuple[str, str]], own: tuple[str
     from flprivacy.config import project_root
 
     commit = str(record.get("commit") or "")
-    if not commit or commit == "unknown" or commit.endswith("+dirty"):
+    if not known_commit(commit):
         return False, ""
     sources = dict(record.get("sources") or {})
     if own is not None:

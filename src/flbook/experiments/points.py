@@ -96,7 +96,7 @@ def load_point(path: Path, point: Point, scale_: str) -> dict[str, Any] | None:
         return None
     if not isinstance(rec, dict) or not isinstance(rec.get("sources"), dict) or "data" not in rec:
         return None
-    from .moves import moved_status, rename_function, renames
+    from .moves import rename_function, renames
 
     if (rename_function(str(rec.get("fn")), renames()) != point.fn or rec.get("args") != point.recorded_args()
             or rec.get("scale") != scale_):
@@ -107,12 +107,9 @@ def load_point(path: Path, point: Point, scale_: str) -> dict[str, Any] | None:
     own = f"{own}.py" if f"{own}.py" in rec["sources"] else f"{own}/__init__.py"
     same, why = check_sources(rec["sources"], units, _src_root(), [(own, name)] if units is not None else None)
     if not same:
-        same, moved_why = moved_status(rec, [(own, name)])  # the same code, moved or renamed since
-        why = moved_why or why
-    if not same:
-        from .canary import reverified  # a canary's agreeing, current verification keeps it current
+        from .canary import still_current  # moved since, or re-verified by a canary
 
-        same = reverified(rec, why)[0]
+        same = still_current(rec, [(own, name)], why)[0]
     return rec if same else None
 
 

@@ -64,6 +64,7 @@ from tqdm import tqdm
 
 from flprivacy.config import SCALE_ENV, project_root
 from . import KEEP_FREED_MEMORY_ENV, git_commit, positive_int, result_path, save_result
+from .moves import known_commit as _known_commit, module_at_commit
 
 
 @dataclass(frozen=True)
@@ -178,11 +179,6 @@ def _git(*args: str, text: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=project_root(), capture_output=True, text=text, timeout=30)
 
 
-def _known_commit(commit: str) -> bool:
-    """Whether ``commit`` names the code a run read: not empty, "unknown" or "+dirty"."""
-    return bool(commit) and commit != "unknown" and not commit.endswith("+dirty")
-
-
 def library_unchanged_since(commit: str) -> bool:
     """True when ``src/`` at ``commit`` equals ``src/`` of the working tree (a "+dirty" or unknown
     commit never does: its sources are not known)."""
@@ -192,29 +188,6 @@ def library_unchanged_since(commit: str) -> bool:
         return _git("diff", "--quiet", commit, "--", "src").returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
-
-
-def module_at_commit(commit: str, rel: str) -> tuple[str, str | None] | None:
-    """The whole-file hash and the units (``fingerprint.source_units``) of library file ``rel``
-    (``"flprivacy/<path>.py"``) as committed at ``commit``, or None when the commit is unknown,
-    "+dirty" (the file the run read may differ from the commit's) or lacks the file.
-
-    A command runs its own module as ``__main__``, which the record's ``sources`` (the library
-    modules the run imported) do not list; a run from a clean commit read that module as committed
-    there, so :func:`status` judges it by this, as if the record had listed it."""
-    import hashlib
-
-    from .fingerprint import source_units
-
-    if not _known_commit(commit):
-        return None
-    try:
-        proc = _git("show", f"{commit}:src/{rel}", text=False)  # the bytes, as the run hashed them
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
-        return None
-    return hashlib.sha256(proc.stdout).hexdigest()[:16], source_units(proc.stdout)
 
 
 def sources_unchanged(sources: dict[str, str], units: dict[str, dict[str, str]] | None = None,
@@ -300,14 +273,9 @@ def record_status(record: dict[str, Any], module: str | None = None) -> tuple[bo
         same, changed = sources_unchanged(sources, units, entries)
         if same:
             return True, "current"
-        from .moves import moved_status  # the same code, moved or renamed since (the rename map)
+        from .canary import still_current  # moved since, or re-verified by a canary
 
-        moved, why = moved_status(record, [(own, MAIN_GUARD)], None if at_commit is None else (own, at_commit[0]))
-        if moved:
-            return True, "current (its code has moved since the run; judged where it lives now)"
-        from .canary import reverified  # a canary's agreeing, current verification keeps it current
-
-        return reverified(record, why or changed)
+        return still_current(record, [(own, MAIN_GUARD)], changed, None if at_commit is None else (own, at_commit[0]))
     if not library_unchanged_since(str(record.get("commit") or "")):
         return False, f"library changed since the file's commit {str(record.get('commit'))[:12]!r}"
     return True, "current"
