@@ -468,8 +468,18 @@ def table(*, chapter: str | None = None, prefix: str | None = None, ids: Sequenc
                              "(flbook.ledger.referee).")
 
 
+def beside_the_paper(chapter: str) -> Any:
+    """The "Beside the paper" box that closes ``chapter`` (its path under ``book/`` without suffix,
+    ``"part3/passive_active_aia"``): its rows of the committed ledger, those on the paper's data first
+    and counted, the stand-in rows and the rows kept apart in closed groups, each row with the id a
+    link to the result lands on (:func:`flbook.ledger.show.box`)."""
+    from flbook.ledger.show import box
+
+    return box(load(), chapter)
+
+
 __all__ = [
-    "CAUSES", "COMPARABLE_WITHIN", "COUNTS", "Count", "EXCLUSIONS", "Entry", "HIGH_QUALITY_SSIM", "K_SE",
+    "beside_the_paper", "CAUSES", "COMPARABLE_WITHIN", "COUNTS", "Count", "EXCLUSIONS", "Entry", "HIGH_QUALITY_SSIM", "K_SE",
     "NONTRIVIAL_SSIM", "SECTIONS", "SLIGHT_AT_MOST", "comparable", "count_table", "decidable", "judge", "noise_margin",
     "COUNTS_AS", "build", "load", "save", "section_of", "slight", "std_error", "summary", "table", "tally", "to_json",
 ]
