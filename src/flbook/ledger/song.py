@@ -1028,7 +1028,7 @@ def referee_claim_rows() -> list[Row]:
     margins = {k: song_reading_margin(files, k) for k in ("psnr", "ssim")}
     npairs = len(song_rerun_pairs(files, model))
     margin_text = (f"margins {margins['psnr']:.2f} dB and {margins['ssim']:.3f} SSIM (2 standard errors of a difference "
-                   f"of two single runs, from {npairs} reruns of one computation on the GPU; at least a cell's tolerance)")
+                   f"of two single runs, from {npairs} reruns of one computation, whose GPU kernels are not deterministic; at least a cell's tolerance)")
 
     def add(result_id: str, key: str, paper_value: str, ours: str, verdict: Verdict,
             record: Mapping[str, Any]) -> None:
