@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 import pandas as pd
 from IPython.display import Markdown, display
 from pandas.io.formats.style import Styler
@@ -24,7 +25,7 @@ from pandas.io.formats.style import Styler
 from flbook import ledger
 from flbook.experiments import short_long_rows
 from flbook.ledger.diana_aia import PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3
-from flbook.results import load_result, load_result_or_none
+from flbook.results import load_result_or_none
 from flprivacy.tables import style
 
 ROWS = ("passive/Grad", "passive/Grad-w-O", "passive/Ours", "active-short/Grad",
@@ -110,6 +111,7 @@ def utility_figure(clip: Mapping[str, Any]) -> None:
     ax.semilogx([float(k) for k in clip["val_loss"]], [v ** 0.5 for v in clip["val_loss"].values()], "o-",
                 label="DP-SGD, ε = 1")
     ax.axhline(clip["val_loss_no_dp"] ** 0.5, color="k", ls="--", label="no DP")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # labels at the decades only
     ax.set_xlabel("clipping norm C")
     ax.set_ylabel("validation RMSE ($)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
@@ -488,7 +490,7 @@ def fig4_paper_figure(f4: Mapping[str, Any] | None, f4g: Mapping[str, Any] | Non
         ax.set_xlabel("client's training rows")
     for ax in axes[:, 0]:
         ax.set_ylabel("AIA accuracy (%)")
-    axes[0][1].legend(fontsize=7, loc="lower right")
+    axes[0][1].legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     plt.show()
 
