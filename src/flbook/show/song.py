@@ -20,7 +20,7 @@ import pandas as pd
 
 from flprivacy.tables import style
 
-#: Short names of the three ResNet-18 variants: the paper's model and the two controls.
+#: Short names of the three ResNet-18 variants, the paper's model and the two controls.
 SHORT = {"resnet18": "ReLU", "resnet18-sigmoid": "sigmoid", "resnet18-bn-eval": "BN stats"}
 METHODS = ("DLG", "AGIC", "AWA")
 #: Characters of a printed line that fit the text column at 1280 px.
@@ -49,7 +49,7 @@ def show_provenance(rec: Mapping[str, Any], **more: Any):
 # ---- the chapter -------------------------------------------------------------------------------
 
 
-def weights_figure(weights: Sequence[float], kinds: Sequence[str], title: str) -> plt.Figure:
+def weights_figure(weights: Sequence[float], kinds: Sequence[str], title: str):
     """eq. 24's weight of each layer against its index, one marker per kind of layer."""
     w = np.asarray(weights, dtype=float)
     fig, ax = plt.subplots(figsize=(6.5, 2.4))
@@ -62,7 +62,7 @@ def weights_figure(weights: Sequence[float], kinds: Sequence[str], title: str) -
     return fig
 
 
-def bo_toy_figure(grid, f_grid, x0, f_x0, ei, ours: float, theirs: float) -> plt.Figure:
+def bo_toy_figure(grid, f_grid, x0, f_x0, ei, ours: float, theirs: float):
     """A 1-D objective with its evaluations (top) and the from-scratch expected improvement
     (bottom), with the next point chosen from scratch and by Optuna."""
     fig, axes = plt.subplots(2, 1, figsize=(6.5, 3.8), sharex=True)
@@ -138,7 +138,7 @@ def quick_ranks(runs: Mapping[str, Any], cases: Sequence[str], metrics: Mapping[
     return style(pd.DataFrame(rows), caption="The attacks ranked by their mean at quick scale")
 
 
-def quick_curves_figure(first: Mapping[str, Any]) -> plt.Figure:
+def quick_curves_figure(first: Mapping[str, Any]):
     """Fig. 1 (running minimum of the BO objective) and Fig. 4 (PSNR, SSIM along the final attack)
     at quick scale, for one image set's runs."""
     fig, axes = plt.subplots(1, 3, figsize=(7, 2.6))
@@ -218,7 +218,7 @@ def table3_tables(runs: Mapping[str, Any]):
     return q, f
 
 
-def table3_curves_figure(runs: Mapping[str, Any], fig4_ssim: float, fig4_iterations: int) -> plt.Figure:
+def table3_curves_figure(runs: Mapping[str, Any], fig4_ssim: float, fig4_iterations: int):
     """Fig. 4 at quick scale: PSNR and SSIM along the long attack with our Q*."""
     fig, axes = plt.subplots(1, 2, figsize=(7, 2.6))
     for case, r in runs.items():
@@ -379,7 +379,7 @@ def sittings(study, gap_minutes: int = 10) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def curves_figure(curves, cases: Sequence[str], fig4_ssim: float, fig4_iterations: int) -> plt.Figure:
+def curves_figure(curves, cases: Sequence[str], fig4_ssim: float, fig4_iterations: int):
     """Fig. 4b at ResNet-18: SSIM along the AWA attack with Table III's Q, line style by model,
     colour by case; the legend below the axes."""
     dashes = {"resnet18": "-", "resnet18-sigmoid": "--", "resnet18-bn-eval": "-."}
