@@ -298,14 +298,14 @@ def show_diagnostics(table: pd.DataFrame):
 
 def resnet18_files(r18: Mapping[tuple[str, str, str], Mapping[str, Any]], status) -> pd.DataFrame:
     """The provenance of the ResNet-18 grid's files, one row each: model, case, attack, device,
-    processes sharing it, seconds per iteration, commit, and whether the code it ran is current by
+    runs sharing it at once, seconds per iteration, commit, and whether the code it ran is current by
     ``status`` (``reproduce``'s rule, ``record_status``)."""
     rows = []
     for key, rec in sorted(r18.items()):
         d = rec["data"]
         ok, _ = status(rec)
         rows.append({"model": SHORT[key[0]], "case": key[1].removeprefix("case "), "attack": key[2],
-                     "device": d["device_name"].removeprefix("NVIDIA "), "processes": d["workers"],
+                     "device": d["device_name"].removeprefix("NVIDIA "), "runs": d["workers"],
                      "s/it": d["seconds_per_iteration"], "commit": rec["commit"][:7],
                      "code": "current" if ok else "stale"})
     return pd.DataFrame(rows)
