@@ -206,7 +206,7 @@ def _cost_text(cost: Mapping[str, Any] | None) -> str:
             f"attack) needs {d['protocol_iterations']:,} attack iterations at {d['seconds_per_iteration_min']:.2f}-"
             f"{d['seconds_per_iteration_max']:.2f} s each on {d['threads']} CPU thread{'s' if d['threads'] != 1 else ''}, "
             f"about "
-            f"{d['protocol_cpu_hours']:.0f} hours (awa_table4_cost.json), which a GPU shortens to hours")
+            f"{d['protocol_cpu_hours']:.0f} hours (awa_table4_cost.json)")
 
 
 def diagnostic_verdict(case: str, method: str, ssim: float) -> Verdict | None:
