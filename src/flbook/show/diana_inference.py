@@ -21,7 +21,12 @@ import torch
 from pandas.io.formats.style import Styler
 
 from flbook import ledger
-from flbook.experiments import load_result, load_result_or_none, part3_table1, short_long_rows
+from flbook.experiments import (
+    load_result,
+    load_result_or_none,
+    part3_table1,
+    short_long_rows,
+)
 from flbook.ledger.diana_aia import PAPER_TABLE1
 from flprivacy.attacks.model_based_aia import model_based_accuracy
 from flprivacy.tables import style
@@ -69,8 +74,8 @@ def trajectories(model, clients, attribute, last: Sequence[torch.Tensor], send_b
     return pd.DataFrame(rows)
 
 
-def plot_trajectories(traj: pd.DataFrame, oracle: float) -> plt.Figure:
-    """Training MSE and AIA accuracy along the attack rounds (mean over the clients), with the
+def plot_trajectories(traj: pd.DataFrame, oracle: float) -> Any:
+    """A Matplotlib figure: training MSE and AIA accuracy along the attack rounds (mean over the clients), with the
     oracle's accuracy (Model-w-O) as a dashed line."""
     fig, axes = plt.subplots(1, 2, figsize=(COLUMN_IN, 3.0))
     for kind, grp in traj.groupby("attack", sort=False):
@@ -102,7 +107,7 @@ def end_table(end: pd.DataFrame, rounds: int, n_clients: int) -> Styler:
 
 
 def means(out: Mapping[str, Any]) -> dict[str, float]:
-    """A Table 1 result's mean accuracy (%) per row, rows named by :data:`ROWS`."""
+    """A Table 1 result's mean accuracy (%) per row, rows named as in ``ROWS``."""
     return {k: v[0] for k, v in short_long_rows(out["summary"], tuple(out["settings"]["active_rounds"])).items()}
 
 
@@ -180,16 +185,18 @@ ORDERINGS: dict[str, Callable[[Mapping[str, float]], bool]] = {
 
 
 def orderings_table(quick: Mapping[str, Mapping[str, Any]]) -> Styler:
-    """Whether each of the paper's orderings holds in the paper's Table 1 and in the quick run."""
+    """Whether each of the paper's orderings holds in the paper's Table 1 and in the quick run:
+    one column per task, each cell "paper / ours"."""
     cells: dict[str, dict[str, str]] = {}
     for name, out in quick.items():
         m = means(out)
         paper_m = {k: v[0] for k, v in short_long_rows(PAPER_TABLE1[name], (10, 50)).items()}
         for claim, holds in ORDERINGS.items():
-            cells.setdefault(claim, {})[f"{name}: paper"] = "yes" if holds(paper_m) else "no"
-            cells[claim][f"{name}: ours"] = "yes" if holds(m) else "no"
+            yes = lambda ok: "yes" if ok else "no"
+            cells.setdefault(claim, {})[name] = f"{yes(holds(paper_m))} / {yes(holds(m))}"
     frame = pd.DataFrame(cells).T.reset_index(names="ordering")
-    return style(frame, caption="The paper's orderings in its Table 1 and at quick scale (one seed)")
+    return style(frame, caption="The paper's orderings: does each hold in the paper's Table 1 / "
+                                "in the quick run (one seed)?")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,19 +227,19 @@ def controls(name: str, task: str) -> tuple[Styler | None, str]:
         cell = "active-10/Ours" if r == 10 else "active-50/Ours"
         acc = [v["accuracy"] for v in a]
         rows.append({
-            "Alg. 4's Adam": "tuned per client" if a[0]["per_client"] else "one study for all",
+            "Adam tuned": "per client" if a[0]["per_client"] else "one study",
             "rounds": r, **_ms("accuracy", acc),
             "loss ratio": statistics.mean(v["loss"] / x["loss_last_returned"] for v, x in zip(a, runs)),
             "paper": paper[cell][0] / 100,
             "vs paper": ledger.number(paper[cell][0], statistics.mean(acc), paper_spread=paper[cell][1]).status,
         })
-    oracles = [("Model-w-O (ours)", "Model-w-O", "loss_model_wo")]
+    oracles = [("oracle, ours", "Model-w-O", "loss_model_wo")]
     if "Model-w-O (authors' code)" in runs[0]:
-        oracles.append(("Model-w-O (authors' code)", "Model-w-O (authors' code)", "loss_model_wo_authors"))
+        oracles.append(("oracle, authors' code", "Model-w-O (authors' code)", "loss_model_wo_authors"))
     for label, key, loss in oracles:
         acc = [x[key] for x in runs]
         rows.append({
-            "Alg. 4's Adam": label, "rounds": None, **_ms("accuracy", acc),
+            "Adam tuned": label, "rounds": None, **_ms("accuracy", acc),
             "loss ratio": statistics.mean(x[loss] / x["loss_last_returned"] for x in runs),
             "paper": paper["Model-w-O"][0] / 100,
             "vs paper": ledger.number(paper["Model-w-O"][0], statistics.mean(acc),
@@ -241,9 +248,9 @@ def controls(name: str, task: str) -> tuple[Styler | None, str]:
     table = style(
         pd.DataFrame(rows), percent=["accuracy", "paper"],
         decimals={"accuracy": 2, "paper": 2, "loss ratio": 3, "rounds": 0},
-        sd={"accuracy": "accuracy sd"}, n=len(runs), na="none (an oracle)",
+        sd={"accuracy": "accuracy sd"}, n=len(runs), na="none: an oracle (Model-w-O) runs no attack",
         caption=f"{task} ({rec['data']['source']} data), paper scale: the model-based AIA on Alg. 4's "
-                "estimate or on an oracle's optimal local model; loss ratio: the clients' training loss "
+                "estimate (Adam tuned per client or by one study for all) or on an oracle's optimal local model; loss ratio: the clients' training loss "
                 "at the estimate over the loss at the last returned model (mean over the seeds)")
     attacks = [x for x in rows if x["rounds"] is not None]
     close = [x for x in attacks if abs(x["accuracy"] * 100 - statistics.mean(mw)) <= 3.0]
@@ -289,9 +296,10 @@ def curves_frame(res: Mapping[str, Any]) -> pd.DataFrame:
         for key, cs in res["curves"].items() for curve, pts in cs.items() for size, v in pts.items()])
 
 
-def plot_fig1(frame: pd.DataFrame) -> plt.Figure:
-    """Fig. 1: one panel per data set and task, accuracy against |D_c| (log scale), error bars the
-    sd over seeds; the legend below the panels, a dotted line at a coin flip."""
+def plot_fig1(frame: pd.DataFrame) -> Any:
+    """Fig. 1 as a Matplotlib figure: one panel per data set and task, accuracy against
+    ``|D_c|`` (log scale), error bars the sd over seeds; the legend below the panels, a dotted
+    line at a coin flip."""
     keys = list(dict.fromkeys(frame["data | task"]))
     n = len(keys)
     fig, axes = plt.subplots(1, n, figsize=(COLUMN_IN, 3.2), sharey=True, squeeze=False)
@@ -315,15 +323,19 @@ def plot_fig1(frame: pd.DataFrame) -> plt.Figure:
 
 
 def fig1_table(frame: pd.DataFrame, n_seeds: int, caption: str = "AIA accuracy") -> Styler:
-    """Fig. 1's points as a table: one row per curve, one column per |D_c|, mean ± sd over seeds."""
-    keys = ["data | task", "curve"]
+    """Fig. 1's points as a table: one row per curve, one column per ``|D_c|``, mean ± sd over
+    seeds."""
+    keys = ["data, task", "curve"]
+    frame = frame.assign(**{"data, task": [re.sub(r" \(.*?\)", "", k).replace(" | ", ", ")
+                                           for k in frame["data | task"]]})
     mean = frame.pivot_table(index=keys, columns="S_c", values="accuracy (%)") / 100
     sd = frame.pivot_table(index=keys, columns="S_c", values="sd") / 100
-    cols = [f"|D_c| = {c}" for c in mean.columns]
+    cols = [str(c) for c in mean.columns]
     mean.columns, sd.columns = cols, [c + " sd" for c in cols]
     table = mean.join(sd).reset_index()
     return style(table, percent=cols, decimals=1, sd={c: c + " sd" for c in cols}, n=n_seeds,
-                 na="this size is not run for this curve", caption=caption)
+                 na="this size is not run for this curve",
+                 caption=caption + "; one column per local dataset size |D_c|")
 
 
 __all__ = [
