@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from matplotlib.ticker import FuncFormatter
 from pandas.io.formats.style import Styler
 
 from flbook import ledger
@@ -84,6 +85,10 @@ def plot_trajectories(traj: pd.DataFrame, oracle: float) -> Any:
         axes[1].plot(g.index, 100 * g["AIA accuracy"], label=kind)
     axes[1].axhline(100 * oracle, color="k", ls="--", lw=1, label="Model-w-O")
     axes[0].set(xlabel="active rounds", ylabel="training MSE (million $²)", yscale="log")
+    # plain numbers on the log axis: every decade, and 2 and 5 times it
+    axes[0].yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[0].yaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
     axes[1].set(xlabel="active rounds", ylabel="AIA accuracy (%)")
     fig.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=3, frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
