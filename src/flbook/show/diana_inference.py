@@ -124,7 +124,7 @@ def quick_table(quick: Mapping[str, Mapping[str, Any]]) -> Styler:
     frame = pd.DataFrame({"attack": [row_label(x, r) for x in ROWS]})
     for name, out in quick.items():
         m = means(out)
-        col = name if out["source"] == "medical" else f"{name} ({out['source'].split()[0]})"
+        col = name if name == "Medical" else f"{name} ({'synthetic' if 'synthetic' in out['source'] else 'ACS'})"
         frame[col] = [m.get(x, float("nan")) / 100 for x in ROWS]
     return style(frame, percent=list(frame.columns[1:]), decimals=1, na="not run",
                  caption="Table 1 at quick scale (one seed): AIA accuracy")
