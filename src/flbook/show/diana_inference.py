@@ -343,8 +343,28 @@ def fig1_table(frame: pd.DataFrame, n_seeds: int, caption: str = "AIA accuracy")
                  caption=caption + "; one column per local dataset size |D_c|")
 
 
+SHORT_CURVES = {"model-based, global model": "global model",
+                "model-based, optimal local model": "local optimum"}
+
+
+def fig1_panel_table(frame: pd.DataFrame, key: str, n_seeds: int) -> Styler:
+    """One panel of Fig. 1 (``key``, a "data | task" value) as a table: one row per ``|D_c|``,
+    one column per curve (the model-based attack on the global model and on the optimal local
+    model shortened to "global model" and "local optimum"), mean ± sd over seeds."""
+    sel = frame[frame["data | task"] == key].assign(curve=lambda f: f.curve.replace(SHORT_CURVES))
+    curves = list(dict.fromkeys(sel.curve))
+    mean = sel.pivot_table(index="S_c", columns="curve", values="accuracy (%)")[curves] / 100
+    sd = sel.pivot_table(index="S_c", columns="curve", values="sd")[curves] / 100
+    sd.columns = [c + " sd" for c in curves]
+    table = mean.join(sd).reset_index().rename(columns={"S_c": "|D_c|"})
+    return style(table, percent=curves, decimals={c: 2 if c == "local optimum" else 1 for c in curves},
+                 sd={c: c + " sd" for c in curves}, n=n_seeds,
+                 caption=f"Fig. 1, {re.sub(r' [(].*?[)]', '', key).replace(' | ', ', ')}: AIA accuracy "
+                         "(global model, local optimum: the model-based attack on them)")
+
+
 __all__ = [
     "COLUMN_IN", "ORDERINGS", "ROWS", "bench_table", "controls", "curves_frame", "end_of_attack", "end_table",
-    "fig1_table", "means", "orderings_table", "paper_file", "paper_scale_frame", "paper_scale_table",
+    "fig1_panel_table", "fig1_table", "means", "orderings_table", "paper_file", "paper_scale_frame", "paper_scale_table",
     "plot_fig1", "plot_trajectories", "quick_table", "row_label", "trajectories",
 ]
