@@ -1,7 +1,7 @@
 """Tables and figures of Xu & Neglia's chapters (``book/part2/learned_mapping`` and its
 reproduction record ``book/record/xu_neglia_leaf_table1``): Table 1 on LEAF synthetic beside
 the paper's, the gain figure, and the names under which the controlled experiments of
-:mod:`flbook.experiments.part2_leaf_diagnostics` are shown.
+``flbook.experiments.part2_leaf_diagnostics`` are shown.
 
 The experiments' variant names are keys of their committed result files, so they stay as they
 are; :data:`VARIANT_NAMES` gives each the name a table shows (:func:`variant_name`).
@@ -10,10 +10,10 @@ are; :data:`VARIANT_NAMES` gives each the name a table shows (:func:`variant_nam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.figure import Figure
 from pandas.io.formats.style import Styler
 
 from flbook.ledger.xu_neglia import PAPER_TABLE1
@@ -83,27 +83,29 @@ def table1_tables(quick: Sequence[Mapping], full: Sequence[Mapping], *, quick_se
     """Table 1 of Xu & Neglia as two tables of the book's style, the last returned models and the
     decoded ones, each client's train accuracy (%) by the paper (10 runs), by this execution
     (``quick``, ``quick_seeds`` seeds) and by the paper-scale file (``full``, ``full_seeds``
-    seeds); the decoded table adds each client's true local optimum (the paper-scale file's), the
-    ceiling a perfect decoder would reach."""
+    seeds), labelled "paper", "quick" and "file"; the decoded table adds each client's true local
+    optimum (rows "θ_c*", from the file), the ceiling a perfect decoder would reach."""
     paper = pd.DataFrame([(s, _MODELS["acc_" + m.replace(" ", "_")], *vals)
                           for s, rows in PAPER_TABLE1.items() for m, vals in rows.items()],
                          columns=["local_steps", "model", 0, 1, 2, 3, 4, "mean"]
                          ).set_index(["local_steps", "model"])
     ours_q, ours_f = table1_per_client(quick), table1_per_client(full)
-    runs = {"paper": paper, f"ours, {quick_seeds} seed{'s' * (quick_seeds > 1)}": ours_q,
-            f"ours, {full_seeds} seeds": ours_f}
+    runs = {"paper": paper, "quick": ours_q, "file": ours_f}
+    sources = (f"paper: the paper's mean of 10 runs; quick: ours at quick scale "
+               f"({quick_seeds} seed{'s' * (quick_seeds > 1)}); file: ours from the paper-scale "
+               f"file ({full_seeds} seeds)")
     units = {c: "%" for c in [*(f"client {c}" for c in range(5)), "mean"]}
     last = style(_rows(_MODELS["acc_last_returned"], runs), decimals=1, units=units,
                  caption="Table 1, the last model each client returned: train accuracy on her own "
-                         "data, by the paper (mean of 10 runs), at quick scale and from the "
-                         "paper-scale file (means over seeds).")
+                         f"data ({sources}).")
     dec = _rows(_MODELS["acc_decoded"], runs)
-    opt = _rows(_MODELS["acc_local_optimum"], {f"θ_c*, {full_seeds} seeds": ours_f})
+    opt = _rows(_MODELS["acc_local_optimum"], {"θ_c*": ours_f})
     both = pd.concat([dec, opt]).sort_values("local steps", kind="stable")
     decoded = style(both, decimals=1, units=units,
-                    caption="Table 1, the decoded models θ̂_c* (eq. 7), same sources; the rows "
-                            "θ_c* give each client's true local optimum, the ceiling a perfect "
-                            "decoder would reach (the paper does not report it).")
+                    caption="Table 1, the decoded models θ̂_c* (eq. 7): train accuracy on the "
+                            f"client's own data ({sources}); the rows θ_c* give each client's true "
+                            "local optimum in the file, the ceiling a perfect decoder would reach "
+                            "(the paper does not report it).")
     return last, decoded
 
 
@@ -116,13 +118,13 @@ def table1_means(records: Sequence[Mapping]) -> pd.DataFrame:
     return m
 
 
-def table1_figure(full: Sequence[Mapping]) -> Figure:
+def table1_figure(full: Sequence[Mapping]) -> Any:
     """Left: the mean over clients of Table 1 by local steps, the paper's and the paper-scale
     file's; right: the gain of decoding per client and seed against the last returned model's
-    accuracy."""
+    accuracy. Returns the matplotlib figure."""
     df = pd.DataFrame(list(full))
     means = table1_means(full)
-    fig, axes = plt.subplots(1, 2, figsize=(7, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(7, 3.5))
     x = list(PAPER_TABLE1)
     for key, col, mark in (("last returned", "acc_last_returned", "o"), ("decoded", "acc_decoded", "s")):
         c = "C0" if key == "last returned" else "C1"
@@ -131,12 +133,13 @@ def table1_figure(full: Sequence[Mapping]) -> Figure:
         axes[0].plot(x, means[col], mark + "-", color=c, label=f"ours, {key}")
     axes[0].set(xlabel="local steps", ylabel="mean train accuracy (%)", xticks=x,
                 title="Mean over clients")
-    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.22), ncol=2, frameon=False)
     gain = 100 * (df.acc_decoded - df.acc_last_returned)
     sc = axes[1].scatter(100 * df.acc_last_returned, gain, c=df.local_steps, cmap="viridis", s=10)
     axes[1].axhline(0, color="k", lw=0.8)
     axes[1].set(xlabel="last returned model (%)", ylabel="gain of decoding (points)",
                 title="Per client and seed")
     fig.colorbar(sc, ax=axes[1], label="local steps", ticks=x)
-    fig.tight_layout()
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
