@@ -24,8 +24,8 @@ __all__ = ["VARIANT_NAMES", "variant_name", "table1_per_client", "table1_tables"
 
 VARIANT_NAMES: dict[str, str] = {
     # the settings study (part2_leaf_diagnostics.VARIANTS)
-    "K SGD steps (the book before)": "K SGD steps per local step",
-    "K local epochs (Algo. 2, FedEM; the book now)": "K local epochs (Algo. 2)",
+    "K SGD steps (the book before)": "K SGD steps",
+    "K local epochs (Algo. 2, FedEM; the book now)": "K local epochs (Algo. 2, FedEM)",
     "normalised inputs of G": "normalised inputs of G",
     "eq. (6) fitted 5,000 steps": "eq. (6) fitted 5,000 steps",
     "T = 20 rounds": "T = 20 rounds",
