@@ -48,14 +48,13 @@ def rows() -> list[Row]:
 
 def grad_relaxation_reason(record: dict[str, Any]) -> str:
     """For a Grad or Grad-w-O cell of Tables 1-3: which relaxation of eq. 2 its file ran (the
-    file's settings; a file without one ran ours, the mixture, the book's default before it
-    followed the authors' code)."""
+    file's settings; a file without one ran ours, the mixture)."""
     st = record["data"].get("settings", {}) if isinstance(record.get("data"), dict) else {}
     relaxation, sampler = st.get("grad_relaxation", "mixture"), st.get("grad_sampler", "softmax")
     if (relaxation, sampler) == ("input", "sigmoid"):
         return "; Grad ran the authors' relaxation of eq. 2 (sample written into the input, sigmoid sampler)"
     return (f"; Grad ran the {relaxation} relaxation with the {sampler} sampler, not the authors' (input, sigmoid) "
-            "that the book now runs: make reproduce reruns this file")
+            "which the book's default follows: make reproduce reruns this file")
 
 
 def _with_grad_relaxation(r: Row, record: Callable[[str], dict[str, Any] | None]) -> Row:

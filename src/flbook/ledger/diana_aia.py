@@ -27,7 +27,7 @@ TABLES = {
     2: ("part3_table2", "Table 2 (federated least squares, App. C.1)", "part3/least_squares_aia"),
     3: ("part3_table3", "Table 3 (DP-SGD with Opacus, App. C.4)", "part3/dp_defence"),
 }
-SYNTHETIC_REASON = "on the synthetic census (ACS Income could not be obtained)"
+SYNTHETIC_REASON = "on the synthetic census that stands in for ACS Income (counted apart from the paper's data)"
 
 
 def _paper_tables() -> dict[int, dict[str, dict[str, tuple[float, float]]]]:

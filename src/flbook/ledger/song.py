@@ -206,7 +206,7 @@ def _cost_text(cost: Mapping[str, Any] | None) -> str:
             f"attack) needs {d['protocol_iterations']:,} attack iterations at {d['seconds_per_iteration_min']:.2f}-"
             f"{d['seconds_per_iteration_max']:.2f} s each on {d['threads']} CPU thread{'s' if d['threads'] != 1 else ''}, "
             f"about "
-            f"{d['protocol_cpu_hours']:.0f} hours (awa_table4_cost.json); a GPU run is needed")
+            f"{d['protocol_cpu_hours']:.0f} hours (awa_table4_cost.json)")
 
 
 def diagnostic_verdict(case: str, method: str, ssim: float) -> Verdict | None:
@@ -941,7 +941,7 @@ def song_count_row(r: Row, files: Mapping[str, Any]) -> Any:
         if bn in rid:
             return Count(excluded="control", excluded_why=(
                 "BatchNorm on a fresh model's running statistics: a reading the paper's text allows (BatchNorm mode "
-                "not stated), kept apart here beside the main rows' batch statistics; its cells are "
+                "not stated), kept apart beside the main rows' batch statistics; its cells are "
                 "shown in the main rows, and its relative claims are decided in the rows marked '(BatchNorm on "
                 "running statistics)'"))
         return Count(excluded="control", excluded_why=(
@@ -1028,7 +1028,7 @@ def referee_claim_rows() -> list[Row]:
     margins = {k: song_reading_margin(files, k) for k in ("psnr", "ssim")}
     npairs = len(song_rerun_pairs(files, model))
     margin_text = (f"margins {margins['psnr']:.2f} dB and {margins['ssim']:.3f} SSIM (2 standard errors of a difference "
-                   f"of two single runs, from {npairs} reruns of one computation on the GPU; at least a cell's tolerance)")
+                   f"of two single runs, from {npairs} reruns of one computation, whose GPU kernels are not deterministic; at least a cell's tolerance)")
 
     def add(result_id: str, key: str, paper_value: str, ours: str, verdict: Verdict,
             record: Mapping[str, Any]) -> None:
