@@ -167,7 +167,7 @@ def provenance_line(record: Mapping[str, Any]) -> str:
 def app_f_controls_table(record: Mapping[str, Any]) -> Styler:
     """App. F's controlled experiment (``local_iterations_controls``): per design and K, the
     super-client's replay error, the SSIM of the super-client and of the upper bound, and the
-    gap between them, means over the file's seeds (:func:`flbook.ledger.wilson.app_f_controls`)."""
+    gap between them, means over the file's seeds (``flbook.ledger.wilson.app_f_controls``)."""
     from flbook.ledger import wilson as wilson_ledger
 
     df = pd.DataFrame([{"design": wilson_ledger.APP_F_DESIGNS[design], "K": K, **v}
