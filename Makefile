@@ -58,7 +58,7 @@ install: $(STAMP)
 # Fast rebuilds: jupyter-cache (_build/.jupyter_cache) re-executes only the chapters whose code
 # changed. It cannot see the library, the pinned versions, the scale, the seed or the data
 # folder, so the cache is emptied whenever one of those changes (their fingerprint is kept in
-# _build/.book-inputs). A failing chapter stops the build, naming the chapter, cell and error.
+# _build/.book-inputs).
 BOOK_INPUTS = { cat requirements.txt requirements-flower.txt pyproject.toml $$(find src -name '*.py' | sort); \
                 echo "$${FLPRIVACY_SCALE:-} $${FLPRIVACY_SEED:-} $${FLPRIVACY_DATA_DIR:-}"; } | sha256sum | cut -c1-16
 
@@ -76,8 +76,12 @@ book-cache:
 	  echo "library, versions, scale, seed or data folder changed: executing every chapter"; \
 	  rm -rf _build/.jupyter_cache; fi; echo "$$now" > _build/.book-inputs
 
+# The chapters not current in the cache execute as `make test` runs them, two at a time (pytest +
+# nbval, one math thread each, storing each passing execution in the cache: conftest.py); a
+# failing chapter stops the build before the render, naming the chapter, cell and error. The
+# render then only reads the cache, in two Sphinx processes (tools/execute_book.py).
 book: install book-cache compiled
-	$(BIN)/jupyter-book build --all -W -n --keep-going .
+	$(BIN)/python tools/execute_book.py --workers 2 build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
 book-fresh:
