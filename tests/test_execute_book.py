@@ -1,6 +1,7 @@
 """tools/execute_book.py (`make book`): the chapters not current in the book's cache run under
 nbval on two workers, each passing one is stored, a failing one stops the build before the
-render naming its notebook and cell, and the render then only reads the cache."""
+render naming its notebook and cell, and the render then only reads the cache; the pages' download button gives the executed notebooks, and
+launch buttons appear only with a repository address."""
 
 from __future__ import annotations
 
@@ -62,5 +63,28 @@ def test_stale_chapters_execute_in_parallel_a_failure_stops_the_build_and_the_re
     assert r.returncode == 0, out[-4000:]
     assert "executing 1 chapters" in out and ": b" in out, out[-4000:]
     assert "Executing notebook" not in out, "the render executed a chapter itself"
-    assert "a says 42" in (book / "_build" / "html" / "a.html").read_text()
+    page = (book / "_build" / "html" / "a.html").read_text()
+    assert "a says 42" in page
     assert execute_book.stale(execute_book.toc_notebooks(book), cache) == []
+
+    # the page's download button gives the executed notebook, with its outputs (tools/book_assets.py)
+    assert '_sources/a.ipynb"' in page
+    taken = nbformat.read(book / "_build" / "html" / "_sources" / "a.ipynb", as_version=4)
+    assert taken.cells[2].outputs[0]["text"] == "a says 42\n"
+    # no repository.url in _config.yml: no launch button and no repository button
+    assert "mybinder.org" not in page and "launch-buttons" not in page and "repository-button" not in page
+
+
+def test_launch_and_repository_buttons_only_with_a_repository_url():
+    import book_assets
+
+    class Config:
+        html_theme_options = {"repository_url": "", "launch_buttons": {"binderhub_url": "https://mybinder.org"}}
+
+    book_assets.repository_buttons(None, Config)
+    assert Config.html_theme_options == {"use_repository_button": False, "launch_buttons": {}}
+    Config.html_theme_options = {"repository_url": "https://github.com/o/b",
+                                 "launch_buttons": {"binderhub_url": "https://mybinder.org"}}
+    book_assets.repository_buttons(None, Config)
+    assert Config.html_theme_options["use_repository_button"] is True
+    assert Config.html_theme_options["launch_buttons"] == {"binderhub_url": "https://mybinder.org"}

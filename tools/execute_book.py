@@ -23,6 +23,7 @@ Usage: python tools/execute_book.py [--workers N] [--list] [--root DIR] <jupyter
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -124,9 +125,11 @@ def main(argv: list[str]) -> int:
     if left:
         print("not stored in the cache (a skipped cell?), executed by the render in one process: "
               + ", ".join(str(p.relative_to(root)) for p in left), flush=True)
-    sys.path.insert(0, str(ROOT / "tools"))
-    import build_book
-
+    # tools/build_book.py, loaded by its path: putting tools/ on sys.path first would also decide
+    # which book_assets.py the book's _config.yml loads
+    spec = importlib.util.spec_from_file_location("build_book", ROOT / "tools" / "build_book.py")
+    build_book = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_book)
     return build_book.main(["--jobs", str(jobs), *build_args])
 
 
