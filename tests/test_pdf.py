@@ -1,8 +1,9 @@
 """`make pdf` (tools/make_pdf.py): the book printed by headless Chromium into one PDF.
 
-A small page is printed on every run where Chromium is installed; the book's own PDF
-(``$FLPRIVACY_PDF``, else ``_build/pdf/book.pdf`` once `make pdf` has made it) is checked when it
-exists: more than 100 pages, and a bookmark for every chapter's title.
+A book of two small chapters is built on one page and printed on every run where Chromium is
+installed; the book's own PDF (``$FLPRIVACY_PDF``, else ``_build/pdf/book.pdf`` once `make pdf`
+has made it) is checked when it exists: more than 100 pages, and a bookmark for every chapter's
+title.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,21 +29,38 @@ def chromium_or_skip() -> None:
         pytest.skip("Debian's chromium is not installed (`make browser` installs it)")
 
 
-def test_a_page_prints_with_its_pages_and_bookmarks(tmp_path):
+def test_a_small_book_prints_with_its_pages_and_bookmarks(tmp_path):
+    """`make pdf`'s two steps on a book of two chapters, one with a hidden cell (the one-page
+    build must draw it) and a long section, with the book's configuration and extension."""
     chromium_or_skip()
-    paragraphs = "".join(f"<p>{'A sentence of the chapter. ' * 40}</p>" for _ in range(30))
-    (tmp_path / "book.html").write_text(
-        "<!doctype html><html><head><meta charset='utf-8'><title>T</title></head><body>"
-        f"<h1>First chapter</h1>{paragraphs}<h2>A section: θ ≤ 1</h2>{paragraphs}"
-        "<details><summary>Solution</summary><pre>" + "x = 1  # a long line " * 20 + "</pre></details>"
-        "</body></html>")
-    (tmp_path / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book.html" />\n')
-    info = make_pdf.make_pdf(tmp_path / "index.html", tmp_path / "out" / "book.pdf", budget_s=120)
-    pdf = (tmp_path / "out" / "book.pdf").read_bytes()
+    import nbformat
+
+    book = tmp_path / "book"
+    (book / "tools").mkdir(parents=True)
+    (book / "book").mkdir()
+    for f in ("_config.yml", "conftest.py", "tools/book_assets.py", "book/references.bib"):
+        shutil.copy(ROOT / f, book / f)
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: a\n- file: b\n")
+    paragraphs = "\n\n".join("A sentence of the chapter. " * 40 for _ in range(40))
+    (book / "intro.md").write_text(f"# The small book\n\n{paragraphs}\n")
+    for name, title in (("a", "First chapter"), ("b", "A section: θ ≤ 1")):
+        nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                               "language": "python"}})
+        nb.cells = [nbformat.v4.new_markdown_cell(f"# {title}\n\n{paragraphs}"),
+                    nbformat.v4.new_code_cell("x = 6 * 7  # " + "a long comment " * 8, metadata={"tags": ["hide-input"]}),
+                    nbformat.v4.new_code_cell("print(x)")]
+        nbformat.write(nb, book / f"{name}.ipynb")
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "execute_book.py"), "--root", ".", "build",
+                        "--builder", "singlehtml", "-W", "-n", "--keep-going", "."],
+                       cwd=book, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    info = make_pdf.make_pdf(book / "_build" / "singlehtml" / "index.html", book / "_build" / "pdf" / "book.pdf",
+                             budget_s=300)
+    pdf = (book / "_build" / "pdf" / "book.pdf").read_bytes()
     assert pdf.startswith(b"%PDF-") and info["bytes"] == len(pdf)
-    assert info["pages"] == make_pdf.page_count(pdf) >= 4
+    assert info["pages"] == make_pdf.page_count(pdf) >= 6, info
     titles = make_pdf.outline_titles(pdf)
-    assert "First chapter" in titles and "A section: θ ≤ 1" in titles, titles
+    assert {"The small book", "First chapter", "A section: θ ≤ 1"} <= set(titles), titles
 
 
 def _title(notebook: Path) -> str:

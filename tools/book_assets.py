@@ -23,6 +23,7 @@
   ``_sources/<chapter>.ipynb``) is the executed notebook, as the page shows it (outputs, figures;
   no stderr, as ``nb_output_stderr: remove`` keeps it off the page), not the committed one
   without outputs.
+- The one-page build (`make pdf`'s singlehtml) draws hidden cells as the pages do.
 - Launch and repository buttons only for a real repository: they appear when ``_config.yml``'s
   ``repository.url`` is set, and not at all while it is empty (a button to a repository that does
   not exist would be a dead link).
@@ -232,6 +233,20 @@ def executed_notebooks(app, exc) -> None:
         dst.write_text(nbformat.writes(nb), encoding="utf-8")
 
 
+def singlehtml_handlers(app) -> None:
+    """The singlehtml builder (`make pdf`) draws every node the html builder draws. Sphinx looks a
+    translator's node handlers up by the builder's name and falls back to its format ("html")
+    only when no extension registered any for that name; sphinx-exercise registers its nodes
+    for "singlehtml" too, so myst-nb's hidden-cell node (registered for "html" only) stopped the
+    build ("unknown node type: HideCodeCellNode"). The html handlers fill the gaps."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node, visit_depart in handlers.get("html", {}).items():
+        single.setdefault(node, visit_depart)
+
+
 def declare_multitoc_parallel_safe(app) -> None:
     """sphinx-external-toc (1.1.0) always loads sphinx-multitoc-numbering, which does not declare
     whether Sphinx may read in parallel, so `sphinx-build -j 2` falls back to a serial read with a
@@ -248,6 +263,7 @@ def setup(app):
     declare_multitoc_parallel_safe(app)
     app.connect("config-inited", theme_mode)
     app.connect("config-inited", repository_buttons)
+    app.connect("builder-inited", singlehtml_handlers)
     app.connect("build-finished", executed_notebooks)
     app.add_css_file("book.css", priority=900)
     app.connect("build-finished", write_css)
