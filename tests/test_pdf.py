@@ -40,9 +40,10 @@ def test_a_small_book_prints_with_its_pages_and_bookmarks(tmp_path):
     (book / "book").mkdir()
     for f in ("_config.yml", "conftest.py", "tools/book_assets.py", "book/references.bib"):
         shutil.copy(ROOT / f, book / f)
-    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n- file: a\n- file: b\n")
+    # the root document in a folder, as the book's (book/intro): the one page is written there
+    (book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n- file: a\n- file: b\n")
     paragraphs = "\n\n".join("A sentence of the chapter. " * 40 for _ in range(40))
-    (book / "intro.md").write_text(f"# The small book\n\n{paragraphs}\n")
+    (book / "book" / "intro.md").write_text(f"# The small book\n\n$$\\sum_k x_k$$\n\n{paragraphs}\n")
     for name, title in (("a", "First chapter"), ("b", "A section: θ ≤ 1")):
         nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                                "language": "python"}})

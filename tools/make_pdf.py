@@ -55,7 +55,10 @@ PREPARE = """(async () => {
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   document.querySelectorAll('img[loading]').forEach(i => i.loading = 'eager');
   await Promise.all(Array.from(document.images).map(i => i.complete ? 0 : new Promise(r => { i.onload = i.onerror = r; })));
-  return document.images.length; })()"""
+  const broken = Array.from(document.images).filter(i => !i.naturalWidth).map(i => i.getAttribute('src'));
+  const sheets = Array.from(document.querySelectorAll('link[rel=stylesheet]')).filter(l => !l.sheet).map(l => l.getAttribute('href'));
+  return {images: document.images.length, broken: broken.slice(0, 5).concat(sheets.slice(0, 5)),
+          math: !!(window.MathJax && MathJax.startup)}; })()"""
 
 FOOTER = ('<div style="font-size:8px; width:100%; text-align:center; color:#555;">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
@@ -140,6 +143,14 @@ def make_pdf(html: Path, out: Path, budget_s: float = 1800) -> dict:
     m = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', html.read_text(errors="replace")[:500])
     if m:
         html = html.parent / m.group(1)
+    # Sphinx writes the one page at the root document's path (book/intro.html) but links its
+    # styles, scripts and images from the build's root: print a copy that sits there
+    root = html.parent
+    while not (root / "_static").is_dir() and root != root.parent:
+        root = root.parent
+    if root != html.parent and (root / "_static").is_dir():
+        shutil.copy(html, root / "_print.html")
+        html = root / "_print.html"
     start = time.monotonic()
     browser = Chromium(exe)
     try:
@@ -152,7 +163,12 @@ def make_pdf(html: Path, out: Path, budget_s: float = 1800) -> dict:
             if time.monotonic() > deadline:
                 raise SystemExit(f"{html} did not finish loading and typesetting within {budget_s:.0f} s")
             time.sleep(0.5)
-        images = browser.evaluate(PREPARE)
+        page = browser.evaluate(PREPARE)
+        if page["broken"]:
+            raise SystemExit(f"{html}: images or styles did not load: {page['broken']}")
+        if not page["math"] and ("\\(" in html.read_text(errors="replace") or "\\[" in html.read_text(errors="replace")):
+            raise SystemExit(f"{html}: MathJax did not load, the equations would print as TeX")
+        images = page["images"]
         loaded = time.monotonic() - start
         r = browser.send("Page.printToPDF", browser.session, paperWidth=8.27, paperHeight=11.69,
                          marginTop=0.6, marginBottom=0.7, marginLeft=0.6, marginRight=0.6, scale=0.8,
