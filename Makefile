@@ -1,6 +1,7 @@
 # flprivacy: two commands do everything on a fresh machine.
 #   make book   install (if needed), execute every chapter, build the HTML book into _build/html
 #   make test   install (if needed), run the unit tests and every notebook (nbval)
+#   make pdf    the book as one PDF, _build/pdf/book.pdf (headless Chromium; make browser installs it)
 #
 # A virtual environment .venv is created unless one is already active ($VIRTUAL_ENV or a conda
 # env in $CONDA_PREFIX). Variables: FLPRIVACY_SCALE=quick|paper, FLPRIVACY_DATA_DIR=<folder>.
@@ -24,11 +25,12 @@ ifneq ($(strip $(FLPRIVACY_DATA_DIR)),)
 endif
 export PYTHONHASHSEED := 0
 
-.PHONY: reproduce help install compiled book book-cache book-fresh browser test test-seeds mutants clean deploy-demo
+.PHONY: reproduce help install compiled book book-cache book-fresh pdf browser test test-seeds mutants clean deploy-demo
 
 help:
 	@echo "make book   - install, execute the chapters whose code changed and build the HTML book into _build/html"
 	@echo "make book-fresh - the same, re-executing every chapter"
+	@echo "make pdf    - the book as one PDF, _build/pdf/book.pdf (executes what the cache lacks, as make book)"
 	@echo "make test   - install, then run unit tests and every notebook (pytest + nbval)"
 	@echo "make test-seeds - run every notebook again under two other base seeds (FLPRIVACY_SEED=1, 2)"
 	@echo "make reproduce - every paper-scale result of Diana et al. and Xu & Neglia (hours; resumable; JOBS=2)"
@@ -58,7 +60,7 @@ install: $(STAMP)
 # Fast rebuilds: jupyter-cache (_build/.jupyter_cache) re-executes only the chapters whose code
 # changed. It cannot see the library, the pinned versions, the scale, the seed or the data
 # folder, so the cache is emptied whenever one of those changes (their fingerprint is kept in
-# _build/.book-inputs). A failing chapter stops the build, naming the chapter, cell and error.
+# _build/.book-inputs).
 BOOK_INPUTS = { cat requirements.txt requirements-flower.txt pyproject.toml $$(find src -name '*.py' | sort); \
                 echo "$${FLPRIVACY_SCALE:-} $${FLPRIVACY_SEED:-} $${FLPRIVACY_DATA_DIR:-}"; } | sha256sum | cut -c1-16
 
@@ -76,22 +78,34 @@ book-cache:
 	  echo "library, versions, scale, seed or data folder changed: executing every chapter"; \
 	  rm -rf _build/.jupyter_cache; fi; echo "$$now" > _build/.book-inputs
 
+# The chapters not current in the cache execute as `make test` runs them, two at a time (pytest +
+# nbval, one math thread each, storing each passing execution in the cache: conftest.py); a
+# failing chapter stops the build before the render, naming the chapter, cell and error. The
+# render then only reads the cache, in two Sphinx processes (tools/execute_book.py).
 book: install book-cache compiled
-	$(BIN)/jupyter-book build --all -W -n --keep-going .
+	$(BIN)/python tools/execute_book.py --workers 2 build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
 book-fresh:
 	rm -rf _build/.jupyter_cache _build/.book-inputs
 	$(MAKE) book
 
-# The browser test (tests/test_site.py) needs Debian's chromium; the set-up installs it where it
-# can (root with apt-get), and the test is skipped with its reason elsewhere (it fails in CI).
+# The book as one PDF: the chapters the cache lacks executed as for `make book`, the book rendered
+# on one HTML page (Sphinx's singlehtml builder, _build/singlehtml), printed by headless Chromium
+# (tools/make_pdf.py) into _build/pdf/book.pdf.
+pdf: install browser book-cache compiled
+	$(BIN)/python tools/execute_book.py --workers 2 build --builder singlehtml -W -n --keep-going .
+	$(BIN)/python tools/make_pdf.py --html _build/singlehtml/index.html --out _build/pdf/book.pdf
+
+# The browser test (tests/test_site.py), `make pdf` and its test (tests/test_pdf.py) need Debian's
+# chromium; the set-up installs it where it can (root with apt-get), and the tests are skipped
+# with their reason elsewhere (the browser test fails in CI).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian's chromium for the browser test"; \
+	    echo "installing Debian's chromium for the browser test and make pdf"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium not installed and not root: the browser test will be skipped"; fi; }
+	  else echo "chromium not installed and not root: the browser test will be skipped, make pdf cannot run"; fi; }
 
 # Each chapter executes once: pytest (two workers, pyproject.toml; one math thread each) runs the
 # unit tests and every notebook under nbval, storing each passing notebook's execution in the

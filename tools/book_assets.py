@@ -19,6 +19,14 @@
   once with filename None and once with '' (sphinx-togglebutton's too), so a page carried it
   twice and logged "Identifier 'THEBE_JS_URL' has already been declared". Duplicate scripts are dropped from every page.
 - The theme's default colour mode set ("auto"), so a first visit logs no "invalid theme mode".
+- Notebooks to take away with their outputs: the download button's ``.ipynb`` (the page's
+  ``_sources/<chapter>.ipynb``) is the executed notebook, as the page shows it (outputs, figures;
+  no stderr, as ``nb_output_stderr: remove`` keeps it off the page), not the committed one
+  without outputs.
+- The one-page build (`make pdf`'s singlehtml) draws hidden cells as the pages do.
+- Launch and repository buttons only for a real repository: they appear when ``_config.yml``'s
+  ``repository.url`` is set, and not at all while it is empty (a button to a repository that does
+  not exist would be a dead link).
 
 - Small screens: long inline code (``a_long_function_name(...)``) wraps instead of pushing the
   page wider than a phone; display equations scroll inside their own box, and so do wide
@@ -166,6 +174,79 @@ def theme_mode(app, config) -> None:
     config.html_context.setdefault("default_mode", "auto")
 
 
+def repository_buttons(app, config) -> None:
+    """The launch buttons (Binder, a JupyterHub) and the repository button point at
+    ``repository.url``: with it empty, neither is shown."""
+    options = dict(config.html_theme_options or {})
+    if str(options.get("repository_url") or "").strip():
+        options.setdefault("use_repository_button", True)
+    else:
+        options.pop("repository_url", None)
+        options["use_repository_button"] = False
+        options["launch_buttons"] = {}
+    config.html_theme_options = options
+
+
+def _executed(app, docname: str):
+    """The notebook ``docname`` as the page shows it: its execution from the book's jupyter-cache
+    (myst-nb's own copy in ``_build/jupyter_execute`` holds no outputs when the page was read from
+    the cache), else that copy when it has outputs; None when neither does."""
+    import nbformat
+
+    config = getattr(app.env, "mystnb_config", None)
+    source = nbformat.read(app.env.doc2path(docname), as_version=4)
+    cache = str(getattr(config, "execution_cache_path", "") or "")
+    if cache and (Path(cache) / "global.db").is_file():
+        from jupyter_cache import get_cache
+
+        try:
+            return get_cache(cache).merge_match_into_notebook(source)[1]
+        except KeyError:
+            pass
+    run = Path(getattr(config, "output_folder", "") or Path(app.outdir).parent / "jupyter_execute") / f"{docname}.ipynb"
+    if run.is_file():
+        nb = nbformat.read(run, as_version=4)
+        if any(c.get("outputs") for c in nb.cells if c.cell_type == "code"):
+            return nb
+    return None
+
+
+def executed_notebooks(app, exc) -> None:
+    """Put each executed notebook where the page's download button points,
+    ``_sources/<docname>.ipynb``, without stderr outputs (as on the page)."""
+    if exc is not None or app.builder.format != "html":
+        return
+    import nbformat
+
+    sources = Path(app.outdir) / "_sources"
+    for docname in sorted(app.env.found_docs):
+        dst = sources / f"{docname}.ipynb"
+        if not str(app.env.doc2path(docname)).endswith(".ipynb") or not dst.is_file():
+            continue
+        nb = _executed(app, docname)
+        if nb is None:
+            continue
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [o for o in cell.outputs
+                                if not (o.get("output_type") == "stream" and o.get("name") == "stderr")]
+        dst.write_text(nbformat.writes(nb), encoding="utf-8")
+
+
+def singlehtml_handlers(app) -> None:
+    """The singlehtml builder (`make pdf`) draws every node the html builder draws. Sphinx looks a
+    translator's node handlers up by the builder's name and falls back to its format ("html")
+    only when no extension registered any for that name; sphinx-exercise registers its nodes
+    for "singlehtml" too, so myst-nb's hidden-cell node (registered for "html" only) stopped the
+    build ("unknown node type: HideCodeCellNode"). The html handlers fill the gaps."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node, visit_depart in handlers.get("html", {}).items():
+        single.setdefault(node, visit_depart)
+
+
 def declare_multitoc_parallel_safe(app) -> None:
     """sphinx-external-toc (1.1.0) always loads sphinx-multitoc-numbering, which does not declare
     whether Sphinx may read in parallel, so `sphinx-build -j 2` falls back to a serial read with a
@@ -181,6 +262,9 @@ def declare_multitoc_parallel_safe(app) -> None:
 def setup(app):
     declare_multitoc_parallel_safe(app)
     app.connect("config-inited", theme_mode)
+    app.connect("config-inited", repository_buttons)
+    app.connect("builder-inited", singlehtml_handlers)
+    app.connect("build-finished", executed_notebooks)
     app.add_css_file("book.css", priority=900)
     app.connect("build-finished", write_css)
     app.config.mathjax_path = "mathjax/tex-chtml.js"

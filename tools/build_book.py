@@ -1,10 +1,10 @@
 """`jupyter-book build`, with Sphinx reading and writing the pages in ``--jobs`` processes.
 
 Jupyter Book 1.0's command line has no ``-j``; its ``build_sphinx`` takes ``jobs`` and passes it
-to Sphinx as ``parallel``. `make test` renders the book with two processes once pytest has filled
-the execution cache. `make book` keeps one: a chapter missing
-from the cache is executed during the read, and two processes would execute two chapters into
-one jupyter-cache database at once.
+to Sphinx as ``parallel``. `make test` and `make book` render the book with two processes once
+pytest has filled the execution cache (tools/execute_book.py). A render that must execute a
+chapter missing from the cache keeps one process: two would execute two chapters into one
+jupyter-cache database at once.
 
 Usage: python tools/build_book.py --jobs N <jupyter-book build arguments>
 """
