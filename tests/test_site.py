@@ -57,7 +57,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 def toc_files() -> list[str]:
-    """Every document of ``_toc.yml`` (root, parts, chapters, sections), without extension."""
+    """Every document of ``_toc.yml`` (root, parts, chapters, sections), without extension; a
+    ``glob:`` entry (the API reference's pages) stands for the documents it matches, in order."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [toc["root"]]
 
@@ -65,12 +66,15 @@ def toc_files() -> list[str]:
         for e in entries or []:
             if "file" in e:
                 files.append(e["file"])
+            if "glob" in e:
+                files.extend(str(f.relative_to(ROOT).with_suffix("")) for f in sorted(ROOT.glob(e["glob"]))
+                             if f.suffix in (".md", ".ipynb", ".rst") and not f.name.startswith(("_", ".")))
             walk(e.get("sections"))
 
     for part in toc.get("parts", []):
         walk(part.get("chapters"))
     walk(toc.get("chapters"))
-    return files
+    return list(dict.fromkeys(files))   # a globbed page also named by a file entry counts once
 
 
 def chromium() -> str:
@@ -375,6 +379,7 @@ addEventListener('error', e => __flp.errors.push(e.message ? (e.message + ' (' +
 PROBE_BODY = """<script>addEventListener('load', () => { const go = setInterval(async () => {
   if (!window.__flp_go) return;   // the test sets it once the page is ready (and screenshot)
   clearInterval(go);
+  const height = document.documentElement.scrollHeight;   // what a reader first scrolls through: solutions closed
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
   document.querySelectorAll('details').forEach(d => d.open = true);
   try { if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; await MathJax.typesetPromise(); } }
@@ -401,6 +406,55 @@ PROBE_BODY = """<script>addEventListener('load', () => { const go = setInterval(
       const o = getComputedStyle(a).overflowX; if (o === 'auto' || o === 'scroll') { box = a; break; } }
     return {cls: String(t.className), width: t.scrollWidth, boxed: box !== t, boxRight: Math.round(box.getBoundingClientRect().right),
             boxWidth: box.clientWidth, name: ((t.querySelector('caption') || {}).textContent || (t.querySelector('tr') || {}).textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 70)}; });
+  r.height = height;
+  // code: a cell's source (or a code block of the text) wider than its box scrolls sideways
+  const code = Array.from(document.querySelectorAll('article div.cell_input pre, article div.highlight pre'))
+    .filter(p => !p.closest('div.cell_output') && p.getClientRects().length);
+  r.codeCells = code.length;
+  r.codeCut = code.filter(p => p.scrollWidth > p.clientWidth + 1).map(p => ({width: p.scrollWidth, box: p.clientWidth,
+    first: (p.textContent.split('\\n').find(l => l.trim()) || '').trim().slice(0, 80)}));
+  // figures: every image a cell draws, its shown and natural widths (lazy ones loaded first)
+  const imgs = Array.from(document.querySelectorAll('article div.cell_output img'));
+  imgs.forEach(i => { i.loading = 'eager'; });
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(ok => { i.addEventListener('load', ok);
+    i.addEventListener('error', ok); setTimeout(ok, 5000); })));
+  r.figures = imgs.filter(i => i.getClientRects().length).map(i => ({src: String(i.getAttribute('src')).split('/').pop().slice(-60),
+    shown: i.clientWidth, natural: i.naturalWidth}));
+  // math: display equations against their box, inline math against its paragraph and any clipping box
+  const tex = new Map();
+  try { for (const it of MathJax.startup.document.math) tex.set(it.typesetRoot, it.math); } catch (err) {}
+  const label = c => (tex.get(c) || c.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 80);
+  const clippers = (el, right) => { for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+    const o = getComputedStyle(a).overflowX;
+    if ((o === 'hidden' || o === 'clip') && a.getBoundingClientRect().right < right - 1) return a; } return null; };
+  r.displayMath = 0; r.wideMath = []; r.inlineMath = 0; r.clippedMath = [];
+  document.querySelectorAll('article mjx-container').forEach(c => {
+    const b = c.getBoundingClientRect(); if (!b.width) return;
+    const m = c.querySelector('mjx-math') || c, mb = m.getBoundingClientRect();
+    if (c.getAttribute('display') === 'true') {
+      r.displayMath++;
+      const content = Math.max(c.scrollWidth, Math.round(mb.width)), box = c.clientWidth, ox = getComputedStyle(c).overflowX;
+      const state = [];
+      if (mb.left < b.left - 1) state.push('cut on the left');
+      if (c.scrollHeight > c.clientHeight + 2 && getComputedStyle(c).overflowY !== 'visible') state.push('cut at the bottom');
+      if (content > box + 1) {
+        if (ox === 'hidden' || ox === 'clip') state.push('cut (overflow ' + ox + ')');
+        else if (ox !== 'auto' && ox !== 'scroll') state.push('spills out of its box');
+      }
+      if (b.right > innerWidth + 1) state.push('its box ends past the page (' + Math.round(b.right) + ' px)');
+      const clip = clippers(c, Math.min(b.right, mb.right));
+      if (clip) state.push('cut by ' + clip.tagName.toLowerCase() + '.' + String(clip.className).split(/\\s+/)[0]);
+      if (content > box + 1 || state.length) r.wideMath.push({tex: label(c), content: content, box: box, state: state});
+    } else {
+      r.inlineMath++;
+      let p = c.parentElement;
+      while (p && p !== document.body && /^inline/.test(getComputedStyle(p).display)) p = p.parentElement;
+      const pr = p.getBoundingClientRect(), right = Math.max(b.right, mb.right), clip = clippers(c, right), why = [];
+      if (right > pr.right + 1) why.push(Math.round(right - pr.right) + ' px past its ' + p.tagName.toLowerCase());
+      if (clip) why.push('cut by ' + clip.tagName.toLowerCase() + '.' + String(clip.className).split(/\\s+/)[0]);
+      if (why.length) r.clippedMath.push({tex: label(c), why: why.join('; ')});
+    }
+  });
   document.body.setAttribute('data-flp', JSON.stringify(r));
 }, 50); });</script>"""
 
@@ -493,7 +547,57 @@ STILL_FAILING: dict[str, set[str]] = {
     "tables": set(),
     "console": set(),
     "images": set(),
-    "overflow": set(),
+    # the API reference's pages (globbed into the table of contents 2026-12-03): long signatures at 400 px
+    "overflow": {
+        "book/appendix/reference/flbook.experiments",
+        "book/appendix/reference/flbook.ledger.diana",
+        "book/appendix/reference/flbook.ledger.diana_aia",
+        "book/appendix/reference/flbook.ledger.diana_reconstruction",
+        "book/appendix/reference/flbook.ledger.diana_sensitivity",
+        "book/appendix/reference/flbook.ledger.referee",
+        "book/appendix/reference/flbook.ledger.song",
+        "book/appendix/reference/flbook.ledger.wilson",
+        "book/appendix/reference/flbook.ledger.wilson_architectures",
+        "book/appendix/reference/flbook.ledger.wilson_fedinverse",
+        "book/appendix/reference/flbook.ledger.wilson_rog",
+        "book/appendix/reference/flbook.ledger.wilson_shared",
+        "book/appendix/reference/flbook.ledger.xu_neglia",
+        "book/appendix/reference/flbook.names.awa_curves_resnet18",
+        "book/appendix/reference/flbook.names.awa_table4_resnet18",
+        "book/appendix/reference/flbook.papers.wilson",
+        "book/appendix/reference/flbook.results",
+        "book/appendix/reference/flprivacy.attacks.active",
+        "book/appendix/reference/flprivacy.attacks.awa",
+        "book/appendix/reference/flprivacy.attacks.awa_search",
+        "book/appendix/reference/flprivacy.attacks.gradient_aia",
+        "book/appendix/reference/flprivacy.attacks.inversion",
+        "book/appendix/reference/flprivacy.attacks.learned_mapping",
+        "book/appendix/reference/flprivacy.attacks.model_based_aia",
+        "book/appendix/reference/flprivacy.attacks.model_inversion",
+        "book/appendix/reference/flprivacy.attacks.reconstruction",
+        "book/appendix/reference/flprivacy.batched",
+        "book/appendix/reference/flprivacy.bounds",
+        "book/appendix/reference/flprivacy.clients",
+        "book/appendix/reference/flprivacy.config",
+        "book/appendix/reference/flprivacy.data.attributes",
+        "book/appendix/reference/flprivacy.data.census",
+        "book/appendix/reference/flprivacy.data.files",
+        "book/appendix/reference/flprivacy.data.images",
+        "book/appendix/reference/flprivacy.data.splits",
+        "book/appendix/reference/flprivacy.data.synthetic",
+        "book/appendix/reference/flprivacy.data.tabular",
+        "book/appendix/reference/flprivacy.defences",
+        "book/appendix/reference/flprivacy.diffusion",
+        "book/appendix/reference/flprivacy.federation",
+        "book/appendix/reference/flprivacy.flower",
+        "book/appendix/reference/flprivacy.flower_deploy",
+        "book/appendix/reference/flprivacy.lpips",
+        "book/appendix/reference/flprivacy.metrics",
+        "book/appendix/reference/flprivacy.models",
+        "book/appendix/reference/flprivacy.optimum",
+        "book/appendix/reference/flprivacy.rog",
+        "book/appendix/reference/flprivacy.validation",
+    },
     "cut": set(),
     # 10 tables on these pages are wider than the text column at 1280 px (2026-12-01, after the
     # seed counts moved to the headers, tables went to 0.9 of the text's size and nine pages
@@ -503,6 +607,90 @@ STILL_FAILING: dict[str, set[str]] = {
         "book/part3/dp_defence",
         "book/part3/gradient_aia_regression",
         "book/part4/diffusion_postprocessing",
+    },
+    # the checks of issue 62 (the book as a student reads it), on the build of 2026-12-03
+    "screens": {
+        "book/part2/learned_mapping",
+        "book/part3/dp_defence",
+        "book/part3/passive_active_aia",
+        "book/part4/awa",
+        "book/part4/curious_client_factors",
+    },
+    "code_cut": {
+        "book/appendix/api",
+        "book/appendix/reference/flprivacy.tables",
+        "book/intro",
+        "book/part1/federated_learning",
+        "book/part2/exact_recovery",
+        "book/part2/learned_mapping",
+        "book/part2/learned_mapping_adult",
+        "book/part2/lower_bound",
+        "book/part2/stochastic_updates",
+        "book/part3/dp_defence",
+        "book/part3/gradient_aia_regression",
+        "book/part3/least_squares_aia",
+        "book/part3/model_based_aia",
+        "book/part3/passive_active_aia",
+        "book/part3/sensitivity",
+        "book/part4/awa",
+        "book/part4/curious_client",
+        "book/part4/curious_client_factors",
+        "book/part4/deeper_models",
+        "book/part4/diffusion_postprocessing",
+        "book/part4/fedinverse",
+        "book/part4/gradient_inversion",
+        "book/part5/closing",
+        "book/part5/what_reproduces",
+        "book/part6/flower",
+        "book/run_it_yourself",
+    },
+    "figures": {
+        "book/part2/learned_mapping",
+        "book/part2/learned_mapping_adult",
+        "book/part2/lower_bound",
+        "book/part2/stochastic_updates",
+        "book/part3/gradient_aia_regression",
+        "book/part3/passive_active_aia",
+        "book/part3/sensitivity",
+        "book/part4/awa",
+        "book/part4/curious_client",
+        "book/part4/curious_client_factors",
+        "book/part4/deeper_models",
+        "book/part4/diffusion_postprocessing",
+        "book/part4/fedinverse",
+        "book/part4/gradient_inversion",
+    },
+    "equations_desktop": {
+        "book/part1/federated_learning",
+        "book/part2/exact_recovery",
+        "book/part2/lower_bound",
+        "book/part2/stochastic_updates",
+        "book/part4/curious_client",
+    },
+    "equations_phone": set(),
+    "inline_math": {
+        "book/part1/federated_learning",
+        "book/part2/exact_recovery",
+        "book/part2/learned_mapping",
+        "book/part2/stochastic_updates",
+        "book/part3/gradient_aia_regression",
+        "book/part3/model_based_aia",
+        "book/part3/passive_active_aia",
+        "book/part4/awa",
+        "book/part4/curious_client",
+        "book/part4/curious_client_factors",
+        "book/part4/diffusion_postprocessing",
+    },
+    "process_words": {
+        "book/part2/learned_mapping",
+        "book/part3/dp_defence",
+        "book/part3/gradient_aia_regression",
+        "book/part3/passive_active_aia",
+        "book/part4/awa",
+        "book/part4/gradient_inversion",
+        "book/part5/closing",
+        "book/part5/what_reproduces",
+        "book/part6/flower",
     },
 }
 
@@ -627,3 +815,304 @@ def test_a_wide_table_scrolls_inside_its_box_on_a_phone(site):
         f"(its box ends at {t['boxRight']} px): book.css must give cell outputs overflow-x: auto")
     assert found["scrollWidth"] <= found["width"] + 1, (
         f"{host}: at {PHONE} px the page is {found['scrollWidth']} px wide with a wide table in a cell's output")
+
+
+# --- per page: the book as a student reads it (length, code, figures, equations, words) ----------
+# Measured in the same two loads as the checks above (1280 px, and 400 px in the phone wrapper); each
+# test also writes its numbers to ``page_metrics.json`` in the artifacts folder, page by page.
+
+SCREEN_PX = 1350        # px of document height at 1280 px: one screen of reading
+FIGURE_SCALE = 0.8      # a figure a cell draws is shown at least at this share of its natural width
+
+
+def screen_limit(doc: str) -> int | None:
+    """The most screens at 1280 px a page may take (solutions closed, as a reader first sees it):
+    20 for a chapter (the tutorial: the introduction, Getting started, Parts I-IV and VI and the
+    closing chapter), 45 for a page of the reproduction record (``book/record/``). Exempt (None):
+    the ledger's listing of every result (``book/part5/what_reproduces``), the bibliography and the
+    appendix (the API reference), which are looked things up in rather than read through."""
+    if doc.startswith("book/record/"):
+        return 45
+    if doc in ("book/part5/what_reproduces", "book/bibliography") or doc.startswith("book/appendix/"):
+        return None
+    return 20
+
+
+def record_metrics(doc: str, **values) -> None:
+    """Adds ``values`` to ``doc``'s entry of ``page_metrics.json`` in the artifacts folder (xdist
+    workers write it in turn, under a lock)."""
+    import fcntl
+
+    out = artifacts_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".page_metrics.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        f = out / "page_metrics.json"
+        try:
+            data = json.loads(f.read_text()) if f.is_file() else {}
+        except json.JSONDecodeError:
+            data = {}
+        data.setdefault(doc, {}).update(values)
+        tmp = f.with_name(f".page_metrics-{os.getpid()}.json")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(f)
+
+
+def cut_code(found: dict) -> list[str]:
+    """The code cells (and code blocks of the text) whose lines run past their box, by first line."""
+    return [f"{c['first']!r} ({c['width']} px in a {c['box']} px box)" for c in found.get("codeCut", [])]
+
+
+def figure_scales(found: dict) -> list[tuple[str, float]]:
+    """Each image a cell draws: its file and the share of its natural width it is shown at (0 when
+    it did not load)."""
+    return [(f["src"], round(f["shown"] / f["natural"], 3) if f["natural"] else 0.0) for f in found.get("figures", [])]
+
+
+def small_figures(found: dict) -> list[str]:
+    return [f"{src} shown at {scale:.0%} of its natural width" if scale else f"{src} did not load"
+            for src, scale in figure_scales(found) if scale < FIGURE_SCALE - 1e-9]
+
+
+def wide_equations(found: dict) -> list[str]:
+    """At 1280 px: display equations wider than their box (or cut by it)."""
+    return [f"{e['tex']!r}: {e['content']} px in a {e['box']} px box" + (f" ({'; '.join(e['state'])})" if e["state"] else "")
+            for e in found.get("wideMath", [])]
+
+
+def cut_equations(found: dict) -> list[str]:
+    """At 400 px: display equations that are cut or widen the page instead of scrolling inside
+    their own box (one that is wider than its box and scrolls in it is fine)."""
+    return [f"{e['tex']!r}: {e['content']} px in a {e['box']} px box: {'; '.join(e['state'])}"
+            for e in found.get("wideMath", []) if e["state"]]
+
+
+def clipped_inline_math(found: dict) -> list[str]:
+    return [f"{e['tex']!r}: {e['why']}" for e in found.get("clippedMath", [])]
+
+
+# Words of the book's making rather than of its subject: its history, the machines and sessions
+# that ran it, "here" for what a reader may have (issue 62's list). Matched case-blind in the text
+# a reader sees (prose, code and printed output; solutions open), URLs removed.
+PROCESS_WORDS = re.compile("|".join([
+    r"\(\s*the book (?:before|now)\s*\)", r"\bthe book (?:before|now)\b", r"\(\s*(?:before|now)\s*\)",
+    r"\bfirst ran\b", r"\bearlier (?:version|build|edition)s? of (?:this|the) (?:book|chapter|page)\b",
+    r"\bthis (?:machine|computer|laptop|host|container|sandbox|session)(?:'s)?\b",
+    r"\b(?:the|a|our) (?:GPU|CPU) (?:machine|box|host|node|server)s?\b", r"\bdevelopment machine\b",
+    r"\bon this (?:machine|computer)\b", r"\b(?:not |un)available here\b",
+    r"\bnot (?:installed|downloaded|present) here\b", r"\bcores? here\b",
+    r"\b(?:the )?(?:run|machine|build) that built this (?:page|book|chapter)\b",
+    r"\blost to\b", r"\bin this session\b", r"\b(?:our|this) (?:sandbox|session)\b", r"\bfiles per call\b",
+    r"\bour (?:machine|shell|laptop|cluster|GPU)s?\b", r"\bshell command of ours\b",
+]), re.IGNORECASE)
+URL = re.compile(r"\b(?:https?|ftp|file)://\S+|\bwww\.\S+", re.IGNORECASE)
+
+
+class ReaderText(HTMLParser):
+    """The text of a page's article, by kind: ``text`` (prose, tables, captions), ``code`` (a
+    cell's source, a code block) and ``output`` (what a cell prints or shows)."""
+
+    SKIP = {"script", "style", "mjx-container", "svg", "textarea", "noscript", "button", "template"}
+    BLOCK = {"p", "div", "td", "th", "li", "dt", "dd", "tr", "br", "pre", "h1", "h2", "h3", "h4", "h5", "h6",
+             "caption", "figcaption", "summary", "section", "table", "blockquote"}
+
+    def __init__(self):
+        super().__init__()
+        self.article = 0
+        self.skip = 0
+        self.divs: list[str] = []
+        self.parts: dict[str, list[str]] = {"text": [], "code": [], "output": []}
+
+    def kind(self) -> str:
+        return self.divs[-1] if self.divs else "text"
+
+    def handle_starttag(self, tag, attrs):
+        cls = dict(attrs).get("class") or ""
+        if tag == "article":
+            self.article += 1
+        if tag in self.SKIP:
+            self.skip += 1
+        if tag == "div":
+            words = cls.split()
+            self.divs.append("output" if "cell_output" in words else
+                             "code" if self.kind() != "output" and ("cell_input" in words or "highlight" in words)
+                             else self.kind())
+        if tag in self.BLOCK and self.article:
+            self.parts[self.kind()].append(" ")
+
+    def handle_endtag(self, tag):
+        if tag in self.BLOCK and self.article:
+            self.parts[self.kind()].append(" ")
+        if tag == "div" and self.divs:
+            self.divs.pop()
+        if tag in self.SKIP and self.skip:
+            self.skip -= 1
+        if tag == "article" and self.article:
+            self.article -= 1
+
+    def handle_data(self, data):
+        if self.article and not self.skip:
+            self.parts[self.kind()].append(data)
+
+    def texts(self) -> dict[str, str]:
+        return {k: " ".join(URL.sub(" ", html.unescape("".join(v))).split()) for k, v in self.parts.items()}
+
+
+def process_words(dom: str) -> list[str]:
+    """Each process word in the article of ``dom``, with its kind and 40 characters either side."""
+    parsed = ReaderText()
+    parsed.feed(dom)
+    hits = []
+    for kind, text in parsed.texts().items():
+        for m in PROCESS_WORDS.finditer(text):
+            hits.append(f"{kind}: ...{text[max(0, m.start() - 40):m.end() + 40]}...")
+    return hits
+
+
+@pytest.mark.parametrize("doc", pages_for("screens"))
+def test_a_page_is_short_enough_to_read(site, doc):
+    """At 1280 px, with its solutions and hidden cells closed, a chapter takes at most 20 screens
+    of 1,350 px and a page of the reproduction record at most 45 (:func:`screen_limit`; the
+    ledger's listing, the bibliography and the API reference are exempt). A longer chapter moves
+    its controls, diagnostics and provenance to its record page, or splits."""
+    found = _found(site, doc)
+    screens = found["height"] / SCREEN_PX
+    limit = screen_limit(doc)
+    record_metrics(doc, screens=round(screens, 1), screen_limit=limit)
+    assert limit is None or screens <= limit, \
+        f"{doc}: {screens:.1f} screens at 1280 px ({found['height']} px); the bar is {limit}"
+
+
+@pytest.mark.parametrize("doc", pages_for("code_cut"))
+def test_code_is_not_cut_on_a_desktop(site, doc):
+    """At 1280 px every line of code is seen whole: no code cell (nor code block of the text)
+    scrolls sideways, hiding the end of a line (often the very assert that is the check). The
+    notebooks are formatted to 74 characters (book/ruff.toml); strings and comments are shortened
+    by hand."""
+    found = _found(site, doc)
+    cut = cut_code(found)
+    record_metrics(doc, code_cells=found.get("codeCells", 0), cut_code_cells=len(cut),
+                   cut_code=[c["first"] for c in found.get("codeCut", [])])
+    assert not cut, f"{doc}: {len(cut)} of {found.get('codeCells')} code cells run past the column at 1280 px " \
+                    f"(first lines):\n" + "\n".join(cut[:15])
+
+
+@pytest.mark.parametrize("doc", pages_for("figures"))
+def test_figures_are_shown_at_four_fifths_of_their_size_or_more(site, doc):
+    """At 1280 px every image a cell draws is shown at 80 % of its natural width or more, so its
+    tick labels and legend read as drawn: a figure is made no wider than about 7 in at the book's
+    dpi (the half-size check above stays, for every image)."""
+    found = _found(site, doc)
+    scales = figure_scales(found)
+    record_metrics(doc, figure_scales={src: scale for src, scale in scales})
+    bad = small_figures(found)
+    assert not bad, f"{doc}: {len(bad)} of {len(scales)} figures shrunk below {FIGURE_SCALE:.0%} of their " \
+                    f"natural width at 1280 px (draw them narrower):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("doc", pages_for("equations_desktop"))
+def test_display_equations_fit_the_column_on_a_desktop(site, doc):
+    """At 1280 px every display equation fits its box, the text column: none needs a sideways
+    scroll (a long one is split with ``\\begin{aligned}``)."""
+    found = _found(site, doc)
+    wide = wide_equations(found)
+    record_metrics(doc, display_equations=found.get("displayMath", 0), wide_equations=wide)
+    assert not wide, f"{doc}: {len(wide)} display equations wider than the column at 1280 px:\n" + "\n".join(wide[:10])
+
+
+@pytest.mark.parametrize("doc", pages_for("equations_phone"))
+def test_display_equations_scroll_in_their_box_on_a_phone(site, doc):
+    """At 400 px a display equation wider than the screen scrolls inside its own box (book.css:
+    ``overflow-x: auto``): no part of it is cut off (on the left, at the bottom, by a box that
+    hides its overflow) and it does not make the page wider."""
+    found = _found(site, doc, width=PHONE)
+    cut = cut_equations(found)
+    record_metrics(doc, phone_equations_scrolling=sum(1 for e in found.get("wideMath", []) if not e["state"]),
+                   phone_equations_cut=cut)
+    assert not cut, f"{doc}: {len(cut)} display equations at {PHONE} px that do not scroll inside their box:\n" + \
+                    "\n".join(cut[:10])
+
+
+@pytest.mark.parametrize("doc", pages_for("inline_math"))
+def test_inline_math_is_not_clipped_on_a_phone(site, doc):
+    """At 400 px no inline formula runs past its paragraph or is cut by a box that hides its
+    overflow (MathJax does not break inline math across lines: a formula longer than about 35
+    characters is made display math)."""
+    found = _found(site, doc, width=PHONE)
+    clipped = clipped_inline_math(found)
+    record_metrics(doc, inline_math=found.get("inlineMath", 0), clipped_inline_math=clipped)
+    assert not clipped, f"{doc}: {len(clipped)} inline formulas clipped at {PHONE} px:\n" + "\n".join(clipped[:10])
+
+
+@pytest.mark.parametrize("doc", pages_for("process_words"))
+def test_the_page_speaks_of_its_subject_only(site, doc):
+    """The text a reader sees (prose, code, printed output, tables; solutions open; URLs aside)
+    has no word of the book's making: no history of the book ("(the book before)", "(now)",
+    "first ran"), no machines, runs or sessions ("this machine", "the GPU machine", "the run that
+    built this page", "lost to ...", "in this session"), no "here" for data a reader may have
+    ("not available here"): :data:`PROCESS_WORDS`."""
+    _found(site, doc)
+    _, dom = rendered(site, doc)
+    hits = process_words(dom)
+    record_metrics(doc, process_words=hits)
+    assert not hits, f"{doc}: {len(hits)} words of the book's making, not its subject:\n" + "\n".join(hits[:15])
+
+
+# --- the checks above bite: a tiny page with one of each fault, no book needed -------------------
+
+def _png(path: Path, width: int, height: int) -> None:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+FAULTY_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+body { margin: 0; } article { display: block; max-width: 700px; margin: 0 8px; }
+pre { overflow: auto; white-space: pre; } mjx-container, mjx-math { display: inline-block; white-space: nowrap; }
+mjx-container[display="true"] { display: block; overflow-x: auto; }
+</style></head><body><article class="bd-article">
+<p>A tutorial (the book now) that first ran on this machine; see https://example.org/a(now).</p>
+<div class="cell"><div class="cell_input"><div class="highlight"><pre>fits = 1</pre></div></div>
+<div class="cell_output"><img src="big.png"><img src="small.png" style="width: 120px"></div></div>
+<div class="cell"><div class="cell_input"><div class="highlight"><pre>too_wide = "WIDE{pad}"
+second = 2</pre></div></div></div>
+<mjx-container class="MathJax" display="true"><mjx-math style="width: 200px">x = 1</mjx-math></mjx-container>
+<mjx-container class="MathJax" display="true" id="wide"><mjx-math style="width: 1500px">WIDE = 1</mjx-math></mjx-container>
+<mjx-container class="MathJax" display="true" style="overflow-x: visible"><mjx-math style="width: 1500px">SPILLS = 1
+</mjx-math></mjx-container>
+<p>Short <mjx-container class="MathJax"><mjx-math style="width: 40px">y</mjx-math></mjx-container> and a long
+<mjx-container class="MathJax"><mjx-math style="width: 900px">LONG = 1</mjx-math></mjx-container> formula.</p>
+</article></body></html>"""
+
+
+def test_the_reading_checks_catch_each_fault(tmp_path):
+    """A too-wide code cell, a figure shown at a fifth of its size, a display equation wider than
+    its box (at 1280 px; at 400 px one that scrolls in its box passes and one that spills fails),
+    an inline formula past its paragraph and process words are each caught, and their sound
+    neighbours are not; the page height is measured."""
+    chromium()
+    _png(tmp_path / "big.png", 300, 40)     # shown at its natural size
+    _png(tmp_path / "small.png", 600, 40)   # shown at 120 px: 20 %
+    (tmp_path / "faulty.html").write_text(FAULTY_PAGE.replace("{pad}", "x" * 300))
+    desk, _ = _probe(tmp_path, "faulty", 1280, 20000)
+    phone, _ = _probe(tmp_path, "faulty", PHONE, 20000)
+    assert desk and phone, "the probe did not finish on the test page"
+    assert desk["height"] > 0 and desk["codeCells"] == 2
+    assert [c["first"][:16] for c in desk["codeCut"]] == ['too_wide = "WIDE'], desk["codeCut"]
+    assert [s for s, _ in figure_scales(desk)] == ["big.png", "small.png"]
+    assert small_figures(desk) == ["small.png shown at 20% of its natural width"], figure_scales(desk)
+    assert [e.split(":")[0] for e in wide_equations(desk)] == ["'WIDE = 1'", "'SPILLS = 1'"], wide_equations(desk)
+    assert [e.split(":")[0] for e in cut_equations(phone)] == ["'SPILLS = 1'"], cut_equations(phone)
+    assert "spills out of its box" in cut_equations(phone)[0]
+    assert [e.split(":")[0] for e in clipped_inline_math(phone)] == ["'LONG = 1'"], clipped_inline_math(phone)
+    assert "past its p" in clipped_inline_math(phone)[0]
+    hits = process_words(FAULTY_PAGE)
+    assert len(hits) == 3 and all(h.startswith("text: ") for h in hits), hits   # the URL's "(now)" is not one
+    assert any("(the book now)" in h for h in hits) and any("first ran" in h for h in hits)
+    assert any("this machine" in h for h in hits)
