@@ -32,29 +32,8 @@ NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb")
 # Notebooks with code lines longer than LINE_LENGTH (strings and comments ruff does not wrap).
 STILL_TOO_LONG = {
     "appendix/api.ipynb",
-    "part1/federated_learning.ipynb",
-    "part2/exact_recovery.ipynb",
-    "part2/learned_mapping.ipynb",
-    "part2/learned_mapping_adult.ipynb",
-    "part2/lower_bound.ipynb",
-    "part2/stochastic_updates.ipynb",
-    "part3/dp_defence.ipynb",
-    "part3/gradient_aia_regression.ipynb",
-    "part3/least_squares_aia.ipynb",
-    "part3/model_based_aia.ipynb",
-    "part3/passive_active_aia.ipynb",
-    "part3/sensitivity.ipynb",
-    "part4/awa.ipynb",
-    "part4/curious_client.ipynb",
-    "part4/curious_client_factors.ipynb",
-    "part4/deeper_models.ipynb",
-    "part4/diffusion_postprocessing.ipynb",
-    "part4/fedinverse.ipynb",
-    "part4/gradient_inversion.ipynb",
     "part5/closing.ipynb",
     "part5/what_reproduces.ipynb",
-    "part6/flower.ipynb",
-    "run_it_yourself.ipynb",
 }
 
 

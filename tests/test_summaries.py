@@ -95,21 +95,11 @@ def ledger_chapters(entries) -> list[str]:
     return sorted({e.chapter for e in entries})
 
 
-# Chapters not yet closed by a "Beside the paper" box with marked summaries (2026-12-02: the
-# chapters are being turned back into tutorials, issue 62); a fixed chapter passes (XPASS) and
-# leaves this set.
-STILL_UNMARKED: set[str] = {
-    "part2/exact_recovery", "part2/learned_mapping", "part2/learned_mapping_adult", "part2/lower_bound",
-    "part2/stochastic_updates",
-    "part4/curious_client", "part4/curious_client_factors", "part4/deeper_models",
-    "part4/diffusion_postprocessing", "part4/fedinverse",
-}
 
 
 def _chapter_params():
     chapters = sorted({e.chapter for e in referee.load()})
-    return [pytest.param(c, id=c, marks=[pytest.mark.xfail(strict=False, reason=f"{c}: not yet closed by its box")]
-                         if c in STILL_UNMARKED else []) for c in chapters]
+    return [pytest.param(c, id=c) for c in chapters]
 
 
 @pytest.mark.parametrize("chapter", _chapter_params())

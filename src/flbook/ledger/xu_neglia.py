@@ -437,13 +437,24 @@ def xu_table1_worst_served(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 VARIANT_LABELS: dict[str, str] = {
+    # the settings study (part2_leaf_diagnostics.VARIANTS)
     "K SGD steps (the book before)": "K SGD steps",
     "K local epochs (Algo. 2, FedEM; the book now)": "K local epochs (Algo. 2, FedEM)",
+    "normalised inputs of G": "normalised inputs of G",
+    "eq. (6) fitted 5,000 steps": "eq. (6) fitted 5,000 steps",
+    "T = 20 rounds": "T = 20 rounds",
+    "T = 200 rounds": "T = 200 rounds",
+    "one fixed data draw": "one fixed data draw (seed 0)",
+    "K local epochs, one logit (BCE, d = 11)": "one logit, BCE (d = 11), K epochs",
+    "K local epochs, G initialised from another seed": "G's initial weights redrawn, K epochs",
+    # the data-draw study (part2_leaf_diagnostics.DRAWS)
+    "a fresh draw per training seed (the book)": "a fresh draw per training seed",
+    "one fixed draw (data seed 0), K local epochs": "one fixed draw (data seed 0)",
+    **{f"one fixed draw screened to look like the paper's (#{r + 1} closest)": f"screened draw #{r + 1}"
+       for r in range(10)},
 }
-"""How a reader sees the controlled experiments' variants whose recorded names (the keys of
-``part2_leaf_diagnostics*.json``) say which of them the book's main rows follow: by what they
-change, K SGD steps against K local epochs (Algo. 2); the main rows' setting is named where the
-rows are shown."""
+"""The name a reader sees for each variant of the LEAF controlled experiments (the keys of
+``part2_leaf_diagnostics*.json``, which keep the experiments' own names): each by what it changes."""
 
 
 def variant_label(name: str) -> str:

@@ -4,7 +4,8 @@ the paper's, the gain figure, and the names under which the controlled experimen
 ``flbook.experiments.part2_leaf_diagnostics`` are shown.
 
 The experiments' variant names are keys of their committed result files, so they stay as they
-are; :data:`VARIANT_NAMES` gives each the name a table shows (:func:`variant_name`).
+are; :data:`flbook.ledger.xu_neglia.VARIANT_LABELS` gives each the name a reader sees
+(:func:`flbook.ledger.xu_neglia.variant_label`, imported here as ``variant_name``).
 """
 
 from __future__ import annotations
@@ -17,36 +18,12 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from flbook.ledger.xu_neglia import PAPER_TABLE1
+from flbook.ledger.xu_neglia import VARIANT_LABELS as VARIANT_NAMES
+from flbook.ledger.xu_neglia import variant_label as variant_name
 from flprivacy.tables import style
 
 __all__ = ["VARIANT_NAMES", "variant_name", "table1_per_client", "table1_tables", "table1_means",
            "table1_figure"]
-
-VARIANT_NAMES: dict[str, str] = {
-    # the settings study (part2_leaf_diagnostics.VARIANTS)
-    "K SGD steps (the book before)": "K SGD steps",
-    "K local epochs (Algo. 2, FedEM; the book now)": "K local epochs (Algo. 2, FedEM)",
-    "normalised inputs of G": "normalised inputs of G",
-    "eq. (6) fitted 5,000 steps": "eq. (6) fitted 5,000 steps",
-    "T = 20 rounds": "T = 20 rounds",
-    "T = 200 rounds": "T = 200 rounds",
-    "one fixed data draw": "one fixed data draw (seed 0)",
-    "K local epochs, one logit (BCE, d = 11)": "one logit, BCE (d = 11), K epochs",
-    "K local epochs, G initialised from another seed": "G's initial weights redrawn, K epochs",
-    # the data-draw study (part2_leaf_diagnostics.DRAWS)
-    "a fresh draw per training seed (the book)": "a fresh draw per training seed",
-    "one fixed draw (data seed 0), K local epochs": "one fixed draw (data seed 0)",
-    **{f"one fixed draw screened to look like the paper's (#{r + 1} closest)": f"screened draw #{r + 1}"
-       for r in range(10)},
-}
-"""The name a table shows for each variant of the controlled experiments (their result files
-keep the experiments' own names)."""
-
-
-def variant_name(variant: str) -> str:
-    """The display name of a variant of the controlled experiments (:data:`VARIANT_NAMES`)."""
-    return VARIANT_NAMES.get(variant, variant)
-
 
 _MODELS = {"acc_last_returned": "last returned θ_c", "acc_decoded": "decoded θ̂_c*",
            "acc_local_optimum": "true local optimum θ_c*"}
