@@ -101,6 +101,8 @@ def end_of_attack(traj: pd.DataFrame, rounds: int) -> pd.DataFrame:
 
 
 def end_table(end: pd.DataFrame, rounds: int, n_clients: int) -> Styler:
+    """Each attack's training MSE and AIA accuracy at the end of the quick run (``end``, indexed
+    by attack), after ``rounds`` rounds over ``n_clients`` clients, in the book's table style."""
     return style(end.reset_index()[["attack", "training MSE", "AIA accuracy"]],
                  percent=["AIA accuracy"], decimals={"AIA accuracy": 1, "training MSE": 0},
                  units={"training MSE": "$²"},
