@@ -339,8 +339,7 @@ def test_site_weight(site):
     assert (fonts / "fa-solid-900.woff2").is_file(), "the icon web fonts the theme's CSS draws the icons with are missing"
     assert not (site / "_static" / "scripts" / "fontawesome.js").exists(), \
         "the theme's 1.5 MB fontawesome.js is shipped beside the icon fonts (tools/book_assets.py not loaded?)"
-    # 15 MB for the chapters, and 1 MB more for the reproduction record's pages (1.4 MB when they were
-    # added beside the chapters, whose pages lost about as much)
+    # 15 MB for the chapters, and 1 MB more for the reproduction record (its pages weigh 1.4 MB)
     assert size < 16 * 2**20, f"_build/html is {size / 2**20:.1f} MB without the notebook downloads; the bar is 16 MB"
     assert taken < downloads_mb * 2**20, \
         f"the {len(downloads)} executed notebooks to download weigh {taken / 2**20:.1f} MB; the bar is {downloads_mb} MB"
