@@ -31,8 +31,6 @@ NOTEBOOKS = sorted(p for p in BOOK.rglob("*.ipynb")
 
 # Notebooks with code lines longer than LINE_LENGTH (strings and comments ruff does not wrap).
 STILL_TOO_LONG = {
-    "appendix/api.ipynb",
-    "part5/closing.ipynb",
     "part5/what_reproduces.ipynb",
 }
 
