@@ -35,6 +35,9 @@
   file's provenance) breaks at the column's edge instead of hiding its end behind a scroll bar;
   on a phone it scrolls, so that printed columns stay aligned. Result tables are set at 0.9 of
   the text's size, which brings most of them within the column at 1280 px.
+- Code inside a box (an exercise's solution, a dropdown) is set at 0.86 of its size: the box's
+  padding leaves 617 px of the column's 686, and a line of the book's 74 characters then fits
+  whole instead of scrolling.
 
 Loaded from ``_config.yml`` (``sphinx.local_extensions``).
 """
@@ -158,6 +161,7 @@ BOOK_CSS = """/* tools/book_assets.py: the book's own rules for small screens */
 .bd-article div.cell_output .output, .bd-article .pst-scrollable-table-container { max-width: 100%; overflow-x: auto; }
 @media (min-width: 768px) { .bd-article div.cell_output pre { white-space: pre-wrap; overflow-wrap: anywhere; } }
 .bd-article div.cell_output table { font-size: 0.9em; }
+.bd-article .admonition div.cell div.cell_input pre, .bd-article details div.cell div.cell_input pre { font-size: 0.86em; }
 """
 
 

@@ -19,8 +19,9 @@
 Example::
 
     from flprivacy.tables import style
-    style(df, percent=["accuracy"], sd={"accuracy": "accuracy_sd"}, n="n_seeds",
-          units={"time": "s"}, na="not run at this scale", caption="Table 1, ours")
+    style(df, percent=["accuracy"], sd={"accuracy": "accuracy_sd"},
+          n="n_seeds", units={"time": "s"},
+          na="not run at this scale", caption="Table 1, ours")
 """
 
 from __future__ import annotations
