@@ -52,6 +52,21 @@ def test_ssim_matches_skimage_on_grayscale():
     assert math.isclose(ssim(x, y).item(), ref, rel_tol=1e-9)
 
 
+@pytest.mark.parametrize("shape", [(4, 1, 28, 28), (3, 3, 32, 32), (2, 1, 5, 5), (2, 3, 6, 9)])
+def test_ssim_is_skimage_per_pair_and_channel_bit_for_bit(shape):
+    """The batched SSIM runs scikit-image's operations in its order: the same float64 numbers."""
+    from skimage.metrics import structural_similarity
+
+    n, _, h, w = shape
+    x, y = images(*shape, 2), images(*shape, 3)
+    win = min(7, h, w) - (1 - min(7, h, w) % 2)
+    for data_range in (1.0, 2.0):
+        ref = torch.tensor([structural_similarity(b.double().numpy(), a.double().numpy(), data_range=data_range,
+                                                  channel_axis=0, win_size=win) for a, b in zip(x, y)],
+                           dtype=torch.float64)
+        assert torch.equal(ssim(x, y, data_range), ref)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(min_value=1, max_value=7), st.integers(min_value=0, max_value=10_000))
 def test_matching_recovers_any_permutation(n, seed):

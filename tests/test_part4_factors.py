@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flbook.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, run_case
+from flbook.experiments.part4_factors import AttackConfig, Case, estimated_cost, frame, grid, replay_errors, run_case
 
 
 def test_quick_grid_is_small_and_covers_every_factor(monkeypatch):
@@ -187,3 +187,14 @@ def test_wilson_ablation_rows_follow_the_direction_of_the_change():
         fig7, fig2, _, lpips_row = wilson._ablation_rows(rec)
         assert fig7.status == want and fig2.status == want, (delta, fig7, fig2)
         assert "LPIPS not in the file" in fig7.ours and lpips_row.status == "not run"
+
+
+def test_replay_errors_are_run_cases_without_the_attack():
+    for variant in ("super", "upper"):
+        case = Case("local_iterations", (2, 2), tau=2, fl_lr=0.3, variant=variant, seed=3)
+        alone = replay_errors(case)
+        with_attack = run_case(case, AttackConfig(iterations=1))
+        assert alone["replay_error"] == with_attack["replay_error"]
+        assert alone["replay_rounding_bound"] == with_attack["replay_rounding_bound"]
+    with pytest.raises(ValueError, match="n_guess"):
+        replay_errors(Case("n_images", (2, 2), n_guess=6))

@@ -15,7 +15,8 @@ FAC = "src/flbook/experiments/part4_factors.py"
 WIL = "src/flbook/ledger/wilson.py"
 
 TESTS = pytest_command("--nbval-lax", "tests/test_inversion.py", "tests/test_metrics.py",
-                       "tests/test_part4_factors.py", "book/part4/curious_client_factors.ipynb")
+                       "tests/test_part4_factors.py", "book/part4/curious_client_factors.ipynb",
+                       "book/record/wilson_factors.ipynb")
 
 MUTANTS = [
     # ---- Wilson eq. 2: the averaged update read from two global models -----------------------------

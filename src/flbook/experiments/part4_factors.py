@@ -103,25 +103,33 @@ def quick_grid(seeds: Sequence[int]) -> list[Case]:
     """The live grid a chapter runs in about a minute: the cases that test the paper's trends.
 
     Eight images per client (Wilson et al. use 16) so that every case stays cheap. For every
-    seed: Fig. 5 (K = 2 against K = 4), Fig. 6 left (8 against 32 images per client at K = 2),
-    and Fig. 6 right / App. F at the stress learning rate η = 0.3 (τ = 1 against τ = 3, the
-    super-client and the upper bound; Lemma 1's error is 100 times larger than at η = 0.03, so
-    that it shows within the short budget). For the first seed only: App. D (uneven 11 / 5
-    against 8 / 8, the same 16 images), App. B (η_g guessed x0.5, x1, x2 with the paper's L2
-    objective; N guessed 24 against the true 16).
+    seed: Fig. 5 (K = 2 against K = 4) and Fig. 6 left (8 against 32 images per client at
+    K = 2), the trends whose effect is of the order of the seed noise. For the first seed only,
+    the effects many times that noise: Fig. 6 right / App. F at the stress learning rate
+    η = 0.3 (τ = 1 against τ = 3, the super-client and the upper bound; Lemma 1's error is 100
+    times larger than at η = 0.03, so that it shows within the short budget), App. D (uneven
+    11 / 5 against 8 / 8, the same 16 images), App. B (η_g guessed x0.5, x1, x2 with the
+    paper's L2 objective; N guessed 24 against the true 16). :func:`replay_errors` checks the
+    replay of the local-iteration cases on every seed without running the attack.
     """
     cases: list[Case] = []
     for s in seeds:
         cases += [Case("clients", (8,) * K, seed=s) for K in (2, 4)]
         cases.append(Case("batch", (32, 32), seed=s))
-        cases.append(Case("local_iterations", (8, 8), tau=1, fl_lr=0.3, seed=s))
-        cases.append(Case("local_iterations", (8, 8), tau=3, fl_lr=0.3, seed=s))
-        cases.append(Case("local_iterations", (8, 8), tau=3, fl_lr=0.3, variant="upper", seed=s))
-        cases.append(Case("uneven", (11, 5), seed=s))
     s = seeds[0]
+    cases += local_iteration_cases(s)
+    cases.append(Case("uneven", (11, 5), seed=s))
     cases += [Case("server_lr", (8, 8), server_lr_guess=r, distance="l2", tv=0.0, seed=s) for r in (0.5, 1.0, 2.0)]
     cases.append(Case("n_images", (8, 8), n_guess=24, seed=s))
     return cases
+
+
+def local_iteration_cases(seed: int) -> list[Case]:
+    """Fig. 6 right / App. F in the live grid: K = 2 clients of 8 images at η = 0.3, the
+    super-client at τ = 1 and τ = 3 and the upper bound at τ = 3."""
+    return [Case("local_iterations", (8, 8), tau=1, fl_lr=0.3, seed=seed),
+            Case("local_iterations", (8, 8), tau=3, fl_lr=0.3, seed=seed),
+            Case("local_iterations", (8, 8), tau=3, fl_lr=0.3, variant="upper", seed=seed)]
 
 
 def grid(seeds: Sequence[int] | None = None) -> list[Case]:
@@ -200,9 +208,43 @@ def make_federation(sizes, *, tau: int, fl_lr: float, seed: int):
     return model, clients, run
 
 
+def _rounding_bound(theta_t: torch.Tensor, theta_next: torch.Tensor) -> float:
+    """Twice ε (‖θ^t‖ + ‖θ^{t+1}‖), relative to the update: the replay error of an exact replay."""
+    eps = torch.finfo(theta_t.dtype).eps
+    return float(2 * eps * (theta_t.norm() + theta_next.norm()) / (theta_t - theta_next).norm())
+
+
+def _replay_error(model: FLModel, theta_t: torch.Tensor, target: torch.Tensor, X: torch.Tensor, y: torch.Tensor,
+                  case: Case, client_sizes: list[int] | None) -> float:
+    """‖replay(X, y) - target‖ / ‖target‖ with the replay the attack inverts."""
+    from flprivacy.attacks.inversion import replay_update
+
+    replayed = replay_update(model, theta_t, X, y, lr=case.fl_lr, steps=case.tau, client_sizes=client_sizes)
+    return float((replayed.detach() - target).norm() / target.norm())
+
+
+def replay_errors(case: Case) -> dict:
+    """The attacker's model of the update at the true images, without the attack: the federation
+    of ``case``, then ``replay_error`` (the relative error of the replay the attack inverts: the
+    true K clients for the App. F upper bound, the super-client otherwise) and
+    ``replay_rounding_bound``, as :func:`run_case` records them (its App. B guesses aside)."""
+    if case.n_guess is not None or case.server_lr_guess != 1.0:
+        raise ValueError(f"replay_errors: the case must not guess N or η_g (n_guess={case.n_guess}, "
+                         f"server_lr_guess={case.server_lr_guess}); the replay is checked at the true ones.")
+    model, clients, run = make_federation(case.sizes, tau=case.tau, fl_lr=case.fl_lr, seed=case.seed)
+    view = curious_client(run.log, attacker=0)
+    X = torch.cat([c.X for c in clients])
+    y = torch.cat([c.y for c in clients])
+    theta_t, theta_next = view.consecutive(0)
+    target = (theta_t - theta_next) / view.server_lr
+    client_sizes = list(case.sizes) if case.variant == "upper" else None
+    return dict(case=asdict(case), replay_error=_replay_error(model, theta_t, target, X, y, case, client_sizes),
+                replay_rounding_bound=_rounding_bound(theta_t, theta_next))
+
+
 def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: bool = False) -> dict:
     """Run one case; return its settings, timings, label-restoration accuracy and quality."""
-    from flprivacy.attacks.inversion import curious_client_attack, labels_from_counts, replay_update, restore_label_counts
+    from flprivacy.attacks.inversion import curious_client_attack, labels_from_counts, restore_label_counts
 
     attack = attack or default_attack()
     model, clients, run = make_federation(case.sizes, tau=case.tau, fl_lr=case.fl_lr, seed=case.seed)
@@ -233,11 +275,9 @@ def run_case(case: Case, attack: AttackConfig | None = None, *, return_images: b
     # ε (‖θ^t‖ + ‖θ^{t+1}‖) in norm; twice that, relative to the update, bounds the replay error
     # of an exact replay (the rest of the rounding is at the scale of the update itself).
     replay_error = None
-    eps = torch.finfo(theta_t.dtype).eps
-    rounding_bound = float(2 * eps * (theta_t.norm() + theta_next.norm()) / (theta_t - theta_next).norm())
+    rounding_bound = _rounding_bound(theta_t, theta_next)
     if case.n_guess is None:
-        replayed = replay_update(model, theta_t, X, y, lr=case.fl_lr, steps=case.tau, client_sizes=client_sizes)
-        replay_error = float((replayed.detach() - target).norm() / target.norm())
+        replay_error = _replay_error(model, theta_t, target, X, y, case, client_sizes)
     rec = curious_client_attack(
         model, view, 0, image_shape=(1, 28, 28), local_lr=case.fl_lr, local_steps=case.tau, labels=labels,
         n_images=n_guess, server_lr=view.server_lr * case.server_lr_guess, client_sizes=client_sizes,

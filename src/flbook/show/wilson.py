@@ -20,15 +20,40 @@ from flprivacy.plotting import image_grid
 from flprivacy.tables import style
 
 __all__ = [
+    "FACTOR_DEFAULTS",
     "app_f_controls_table",
     "attack_table",
+    "default_cases",
     "exact_expectation_table",
     "fig7_investigation_table",
     "lemma1_figure",
     "monte_carlo_table",
     "peer_grid",
     "provenance_line",
+    "select_cases",
 ]
+
+FACTOR_DEFAULTS: dict[str, Any] = dict(tau=3, fl_lr=0.03, variant="super", attack_lr=None, distance=None, tv=None,
+                                       scale_factor=None, n_guess=None, server_lr_guess=1.0, uneven=False)
+"""The settings of a default factor-analysis case (``flbook.experiments.part4_factors.Case``:
+τ = 3, η = 0.03, the super-client, the book's attack, the true η_g and N, an even split)."""
+
+
+def select_cases(df: pd.DataFrame, **conditions: Any) -> pd.DataFrame:
+    """The rows of a factor-analysis frame (``part4_factors.frame``) matching every condition;
+    ``None`` matches a setting left at its default (a missing value)."""
+    unknown = sorted(set(conditions) - set(df.columns))
+    if unknown:
+        raise ValueError(f"select_cases: {unknown} are not columns of the frame; columns: {list(df.columns)}.")
+    keep = pd.Series(True, index=df.index)
+    for col, val in conditions.items():
+        keep &= df[col].isna() if val is None else df[col] == val
+    return df[keep]
+
+
+def default_cases(df: pd.DataFrame, **override: Any) -> pd.DataFrame:
+    """The cases with the default settings (:data:`FACTOR_DEFAULTS`) except ``override``."""
+    return select_cases(df, **{**FACTOR_DEFAULTS, **override})
 
 
 def lemma1_figure(taus: Sequence[int], d_tau: Sequence[float], etas: Sequence[float],
