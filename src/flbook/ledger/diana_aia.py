@@ -11,11 +11,12 @@ stands in for ACS Income (``data="synthetic stand-in"``).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from . import Row, Verdict, at_least, at_most, bound, combine, not_run, number, record_or_none, row, sign, trend
 from ..papers.diana import (  # noqa: F401 - the paper's numbers, read here
-    PAPER_FIG1_TEXT, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3)
+    PAPER_FIG1_TEXT, PAPER_INCOME_L_RECORDS, PAPER_TABLE1, PAPER_TABLE2, PAPER_TABLE3)
 
 PAPER = "Diana et al. 2025"
 
@@ -467,13 +468,38 @@ def rows() -> list[Row]:
 # --------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
+def income_l_sizes(seed: int = 0) -> dict[str, int]:
+    """Income-L's sizes on the synthetic census (``income_l_task``'s default at h = 0.4, seed
+    ``seed``): ``drawn``, the people drawn; ``kept``, the rows the 10 clients hold after Alg. 5,
+    which cuts D_h and D_l to k = min(|D_h|, |D_l|) each (App. B.3, lines 4-6), so 2k; ``train``,
+    their training rows (the rest is each client's validation split)."""
+    import inspect
+
+    from flprivacy.data.census import income_l_task
+
+    ft = income_l_task(0.4, seed=seed)
+    return {"drawn": int(inspect.signature(income_l_task).parameters["n_synthetic"].default),
+            "kept": sum(c.n + int(c.X_val.shape[0]) for c in ft.clients), "train": sum(c.n for c in ft.clients)}
+
+
+def income_l_size_text() -> str:
+    """The Income-L size sentence: the people drawn, the rows Alg. 5 leaves the clients, and the
+    paper's count (§5.1), which the paper gives as the clients' total."""
+    z = income_l_sizes()
+    return (f"Alg. 5 cuts D_h and D_l to min(|D_h|, |D_l|) rows each, which leaves {z['kept']:,} of the "
+            f"{z['drawn']:,} people on the 10 clients (seed 0), while §5.1 gives the paper's 10 clients "
+            f"{PAPER_INCOME_L_RECORDS:,} records in total: the synthetic table has the paper's count before Alg. 5, "
+            f"its clients {100 * (1 - z['kept'] / PAPER_INCOME_L_RECORDS):.0f}% fewer rows than the paper's")
+
+
 def referee_stand_in_text(task: str, table: int | None = None) -> str:
     """What stood in for what, with both sizes, for an Income row of Table ``table`` (or a figure,
     ``table=None``), read from the result files' settings and :mod:`flprivacy.data.census`."""
     if task == "Income-L":
         text = ("a synthetic census of 15,982 people drawn for Louisiana (income_l_task's default, the size of the "
                 "paper's Income-L: 15,982 ACS Income records, §5.1), split over 10 clients by Alg. 5"
-                + (" i.i.d. (h = 0, App. C.1)" if table == 2 else " at h = 0.4"))
+                + (" i.i.d. (h = 0, App. C.1)" if table == 2 else " at h = 0.4") + "; " + income_l_size_text())
     elif task == "Income-A":
         text = ("a synthetic census of 200,000 people, 20 % of each state's drawn: 39,998 rows over 51 clients "
                 "(seed 0), where the paper's Income-A has 332,900 ACS Income records (§5.1)")
