@@ -423,9 +423,12 @@ def sensitivity_stand_in(r: Row) -> str:
         return ("the synthetic census for ACS Income (Income-A): 200,000 synthetic people over 51 regions, each "
                 "client keeping 20 % (40,000 rows, about 36,000 attacked per seed), for the paper's 332,900 ACS "
                 "records (§5.1)")
+    from .diana_aia import income_l_size_text, income_l_sizes
+
     return ("the synthetic census for ACS Income (Income-L, Louisiana): 15,982 synthetic people (as many as the "
-            "paper's records), 12,010 training rows attacked per seed over 10 clients, for the paper's 15,982 ACS "
-            "records (§5.1); the sweeps' settings are the paper's (part3_fig3, paper scale, 3 seeds)")
+            f"paper's records), {income_l_sizes()['train']:,} training rows attacked per seed over 10 clients, for "
+            "the paper's 15,982 ACS records (§5.1); " + income_l_size_text()
+            + "; the sweeps' settings are the paper's (part3_fig3, paper scale, 3 seeds)")
 
 
 def count_row(r: Row) -> Any:

@@ -58,3 +58,7 @@ PAPER_FIG1_TEXT: dict[str, float] = {
 }
 """The values of Fig. 1 that Diana et al. 2025 state in their text (§1, §2.3; ACS Income); the
 figure itself gives no table."""
+
+PAPER_INCOME_L_RECORDS = 15_982
+"""§5.1: "In Income-L, there are 10 clients holding only records from the state of Louisiana
+(15,982 records in total)"."""
