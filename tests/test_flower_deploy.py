@@ -434,3 +434,44 @@ def test_free_port_avoids_the_ephemeral_range_and_never_repeats():
     assert all(1024 <= p < min(_ephemeral_low(), 32768) for p in ports)
     with socket.socket() as s:
         s.bind(("127.0.0.1", ports[-1]))
+
+
+def test_flowers_node_unavailable_reply_is_mapped_to_its_client(attr_clients):
+    """In process, the reply Flower's SuperLink makes for a node that missed its heartbeats: an
+    error from node 1 (the SuperLink itself, not the node) that names the message it answers.
+    The recorder maps it to the client that message went to and records the failure; the round
+    closes over the other replies (eq. 1 renormalised)."""
+    from flwr.app import Context, Error, Message, MessageType, RecordDict
+    from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+
+    from flprivacy.flower import InProcessGrid, _server_identity, client_app, server_app
+
+    class SuperLinkGrid(InProcessGrid):
+        train_rounds = 0
+        victim = None
+
+        def send_and_receive(self, messages, *, timeout=None):
+            messages = list(messages)
+            replies = super().send_and_receive(messages, timeout=timeout)
+            if any(m.metadata.message_type == MessageType.TRAIN for m in messages):
+                if self.train_rounds == 1:
+                    lost = messages[-1]
+                    self.victim = int(self.contexts[lost.metadata.dst_node_id].node_config["partition-id"])
+                    replies = [r for r in replies if r.metadata.reply_to_message_id != lost.metadata.message_id]
+                    err = Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason="Error: Node Unavailable"), reply_to=lost)
+                    err.metadata.__dict__["_src_node_id"] = SUPERLINK_NODE_ID
+                    replies.append(err)
+                self.train_rounds += 1
+            return replies
+
+    clients, model = attr_clients(8, sizes=(40, 35, 50), d=2), linear_regression(2)
+    grid = SuperLinkGrid(client_app(model, clients, LocalSGD(lr=0.05)), 3)
+    app, out = server_app(model, [c.n for c in clients], rounds=3, theta0=model.init_params(0), min_nodes=2)
+    with _server_identity(run_id=1):
+        app(grid, Context(run_id=1, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(), run_config={}))
+    log = out.log
+    assert log.dropped(1) == [grid.victim] and "Node Unavailable" in log.failures[(1, grid.victim)]
+    assert grid.victim not in log.participants[2]
+    p, part = log.weights, log.participants[1]
+    avg = sum(p[c] * log.exchange(1, c).returned for c in part) / sum(p[c] for c in part)
+    assert (log.global_models[2] - avg).abs().max() <= 4 * 4 * 5 * EPS64 * max(1.0, float(log.global_trajectory().abs().max()))
