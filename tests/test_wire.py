@@ -32,7 +32,7 @@ ROUNDS = 4  # Alg. 3 needs d + 1 = 4 exchanges for d = 3 (2 features and the bia
 @pytest.fixture(scope="module")
 def insecure():
     t0 = time.perf_counter()
-    out = eavesdrop_on_the_wire(secure=False, rounds=ROUNDS, timeout=400)
+    out = eavesdrop_on_the_wire(secure=False, rounds=ROUNDS, timeout=600)
     out["wall"] = time.perf_counter() - t0
     return out
 
