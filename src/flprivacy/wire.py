@@ -260,7 +260,7 @@ def recover_models(capture: Capture, model: FLModel, key: str = "arrays") -> Wir
     return WireModels(down=found[DOWN], up=found[UP], http_messages=n_http, objects=len(objects))
 
 
-def eavesdrop_on_the_wire(*, secure: bool, rounds: int = 4, seed: int = 0, timeout: float = 300.0) -> dict:
+def eavesdrop_on_the_wire(*, secure: bool, rounds: int = 4, seed: int = 0, timeout: float = 600.0) -> dict:
     """Two least-squares clients on a loopback deployment, client 0's SuperNode behind a
     :class:`Relay`; returns the deployment (``"run"``), the recording, what
     :func:`recover_models` found in it and, when it found at least d+1 exchanges, Alg. 3's
