@@ -68,7 +68,8 @@ from .models import FLModel
 from .threats import Adversary, SendBack
 
 __all__ = ["deploy", "Deployment", "DeploymentError", "deployed_serverapp", "deployed_clientapp", "APP_DIR",
-           "free_port", "make_certificates", "make_node_key", "Certificates", "InsecureDeploymentWarning"]
+           "free_port", "make_certificates", "make_node_key", "Certificates", "InsecureDeploymentWarning", "save_log",
+           "load_log"]
 
 APP_DIR = Path(__file__).resolve().parents[2] / "deploy"  # the Flower App folder (its pyproject.toml)
 # Polling, at 0.25 s (the interval of Flower's own runtime API): the ServerApp pulls the replies
@@ -187,7 +188,7 @@ def save_log(base: Path, log: MessageLog, theta: Tensor, extra: dict | None = No
 
 
 def load_log(base: Path) -> tuple[MessageLog, Tensor, dict]:
-    """The :class:`MessageLog` saved by :func:`save_log`, rebuilt through its write API (each
+    """The :class:`~flprivacy.log.MessageLog` saved by :func:`save_log`, rebuilt through its write API (each
     round opened with its θ^t and sampled clients, its exchanges and failures recorded), the
     final model and the file's other fields."""
     meta, t = _load(base)
@@ -434,7 +435,7 @@ class Deployment:
     ``FLPRIVACY_DEPLOY_PROCESS=<token>/<name>`` in its environment, and so does everything that
     process starts, so ``kill(name)`` finds a SuperNode's SuperExec and ClientApps even after the
     SuperNode itself died and they were re-parented. With ``secure`` (the default) it runs TLS
-    with :attr:`certs` and authenticates the SuperNodes by their keys (:meth:`register`)."""
+    with ``certs`` and authenticates the SuperNodes by their keys (:meth:`Deployment.register`)."""
 
     workdir: Path
     secure: bool = True

@@ -28,7 +28,7 @@ from torch import Tensor
 from .log import ClientMessages
 from .models import FLModel
 
-__all__ = ["Relay", "Capture", "WireModels", "recover_models", "eavesdrop_on_the_wire"]
+__all__ = ["Relay", "Capture", "WireModels", "http_messages", "recover_models", "eavesdrop_on_the_wire"]
 
 UP, DOWN = "up", "down"  # SuperNode -> SuperLink, SuperLink -> SuperNode
 
@@ -51,8 +51,8 @@ class Capture:
 
 class Relay:
     """A TCP relay on 127.0.0.1 in front of ``target_port``: every connection made to
-    :attr:`port` is forwarded to the target and every byte, both ways, is appended to
-    :attr:`capture`. ``start()`` returns the relay; ``stop()`` closes every socket and joins its
+    ``port`` is forwarded to the target and every byte, both ways, is appended to
+    ``capture`` (a :class:`Capture`). ``start()`` returns the relay; ``stop()`` closes every socket and joins its
     threads (also as a context manager)."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1"):
