@@ -1,15 +1,18 @@
 """The book's federation on a real loopback Flower deployment: flower-superlink, one
-flower-supernode per client (each loading only its own partition), `flwr run deploy local`; the
-log recorded by the ServerApp's RecordingStrategy equals run_fedavg's (with the same active
-adversary), the attacks give the same results on it, the forgery reaches the target only; a
-SuperNode killed mid-round and one that joins late give the outcomes the log records. Every
-process started is killed by id (process group + descendants), and every test asserts that no
-process it started is left."""
+flower-supernode per client (each loading only its own partition), `flwr run deploy local`, with
+TLS and SuperNode authentication (the default); the log recorded by the ServerApp's
+RecordingStrategy equals run_fedavg's (with the same active adversary), the attacks give the same
+results on it, the forgery reaches the target only; a relay between one SuperNode and the
+SuperLink records only ciphertext; a SuperNode that crashes mid-round (killed from outside, with
+Flower's real heartbeat expiry) and one that joins late give the outcomes the log records. Every
+process started is killed by id (process group, descendants and every process carrying the
+deployment's mark), and every test asserts that no process it started is left."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,7 +29,8 @@ from flprivacy.threats import SendBack  # noqa: E402
 from flprivacy.attacks.model_based_aia import model_based_aia  # noqa: E402
 from flprivacy.data.attributes import SensitiveAttribute  # noqa: E402
 from flprivacy.attacks.reconstruction import reconstruct_least_squares  # noqa: E402
-from flprivacy.flower_deploy import Deployment, DeploymentError, deploy  # noqa: E402
+from flprivacy.flower_deploy import Deployment, DeploymentError, deploy, make_node_key  # noqa: E402
+from flprivacy.wire import recover_models  # noqa: E402
 
 from flprivacy.flower_deploy import _BIN, FLOWER_ENV  # noqa: E402
 
@@ -39,9 +43,13 @@ EPS64 = torch.finfo(torch.float64).eps
 ROUNDS = 4  # Alg. 3 needs d+1 = 4 rounds for d = 3 parameters (2 features + bias); each round spawns
 # one flwr-clientapp process per node (Flower's subprocess isolation), ~10 s a round on 2 shared cores
 TARGET, ATTACK = 1, (2, 3)  # the active server sends client 1 her own last model in rounds 2-3 (SendBack)
-ROUND_TIMEOUT = 40.0  # the fault run's round timeout (s): > 2x a round on a loaded machine (~15 s at load
-# average 10 on 2 cores), the cost of a failure; the main run overlaps it
-TIMEOUT = 300.0  # each deployment's bound (s): a hang guard, far above a run on a busy machine (~90 s)
+# The fault run keeps Flower's default round timeout (3600 s in server_app): its crashed node is
+# noticed by Flower's heartbeats. A SuperNode sends one every 0.8 x 30 s (+-10%); the SuperLink
+# declares it unavailable 2 x 30 s after the last one (flwr 1.41: HEARTBEAT_DEFAULT_INTERVAL,
+# HEARTBEAT_PATIENCE), so between 60 - 26.4 = 33.6 s and 60 s after the crash.
+HEARTBEAT_EXPIRY = (60 - 0.8 * 30 * 1.1, 60.0)
+TIMEOUT = 600.0  # each deployment's bound (s): a hang guard, far above a run on a busy machine (~150 s; 400 s
+# for the fault run at a load average of 30 on 2 cores)
 
 
 def _ours(workdir, any_home: bool = False) -> list[int]:
@@ -91,20 +99,33 @@ def no_process_left(tmp_path_factory):
 
 def _fault_run(work, clients, local):
     """4 clients; SuperNodes 0-2 start, the run needs 3. When round 1's message reaches client 2,
-    her SuperNode is SIGKILL'd (with its ClientApp) and client 3's SuperNode starts."""
+    her SuperNode crashes: SIGKILL to the flower-supernode process alone, from outside the
+    harness (its SuperExec and ClientApp are left running, as after a real crash), and client
+    3's SuperNode starts. A watcher times how long the crashed node's other processes live on."""
     events = {}
+
+    def watch(pids, t_kill):
+        deadline = t_kill + 60
+        while _alive(pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        events["orphans_left_after_s"] = time.monotonic() - t_kill
+        events["orphans_alive"] = _alive(pids)
 
     def script(dep, files):
         dep.wait_trains("supernode2", 2, timeout=TIMEOUT)  # round 1 has reached client 2
         node = psutil.Process(dep.procs["supernode2"].pid)
-        pids = [node.pid] + [q.pid for q in node.children(recursive=True)]
-        dep.kill("supernode2")
-        events["alive_after_kill"] = [q for q in pids if psutil.pid_exists(q) and psutil.Process(q).status() != psutil.STATUS_ZOMBIE]
+        pids = [q.pid for q in node.children(recursive=True)]
+        os.kill(node.pid, 9)  # the crash: not through the harness
+        events["orphans"] = _alive(pids)
+        watcher = threading.Thread(target=watch, args=(pids, time.monotonic()))
+        watcher.start()
+        events["watcher"] = watcher
         dep.start_supernode(3, files[3])
 
     t0 = time.perf_counter()
     fl = deploy(("linear_regression", (2,)), clients, rounds=3, local=local, seed=0, timeout=TIMEOUT, workdir=work,
-                start=[0, 1, 2], min_nodes=3, round_timeout=ROUND_TIMEOUT, during=script)
+                start=[0, 1, 2], min_nodes=3, during=script)
+    events["watcher"].join()
     return fl, clients, local, work, events, time.perf_counter() - t0
 
 
@@ -119,20 +140,22 @@ def _failing_run(work, clients, local):
 
 
 def _main_run(work, clients, local):
-    """2 clients, 4 rounds; an active server (SendBack) on client 1 in rounds 2 and 3. Two clients
+    """2 clients, 4 rounds, secure (the default), client 0's SuperNode behind a recording relay;
+    an active server (SendBack) on client 1 in rounds 2 and 3. Two clients
     suffice for every check below (one forged, one honest) and each message costs a ClientApp
     process (seconds of CPU: Python, torch and flwr imported anew), so a third would add 5 processes."""
     t0 = time.perf_counter()
     fl = deploy(("linear_regression", (2,)), clients, rounds=ROUNDS, local=local, seed=0, timeout=TIMEOUT, workdir=work,
-                adversary=SendBack(TARGET, ATTACK))
+                adversary=SendBack(TARGET, ATTACK), relay_client=0)
     return fl, clients, local, work, time.perf_counter() - t0
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, attr_clients):
-    """Both deployments at once, each on its own free ports: the fault run (which spends most of
-    a round waiting for its timeout) in a thread, the main run in this one; returns after both
-    finished (each deploy() kills its processes before it returns or raises)."""
+    """The deployments at once, each on its own free ports: the fault run (which spends a round
+    waiting for Flower's heartbeat expiry) and the failing run in threads, the main run in this
+    one; returns after all finished (each deploy() kills its processes before it returns or
+    raises)."""
     fault_clients, fault_local = attr_clients(7, sizes=(40, 35, 50, 30), d=2), LocalSGD(lr=0.05, epochs=2, shuffle=False)
     main_clients, main_local = attr_clients(4, sizes=(40, 35), d=2), LocalSGD(lr=0.05, epochs=2)
     fault_work, main_work = tmp_path_factory.mktemp("faults"), tmp_path_factory.mktemp("deploy")
@@ -199,8 +222,90 @@ def test_kill_takes_the_whole_process_tree_at_once(tmp_path):
 def test_deployment_leaves_no_process(deployed):
     fl, _, _, work = deployed
     assert _ours(work) == []
-    assert fl.settings["commands"][0].startswith(f"{ENV_PREFIX} flower-superlink --insecure")
+    assert fl.settings["commands"][0].startswith(f"{ENV_PREFIX} flower-superlink --ssl-certfile")
     assert sum(c.startswith(f"{ENV_PREFIX} flower-supernode") for c in fl.settings["commands"]) == len(fl.log.n_samples)
+
+
+def test_secure_by_default(deployed):
+    """TLS with the deployment's own CA on every link, SuperNode authentication (each node's key
+    registered before it starts), runtime dependency installation and telemetry off; keys
+    readable by their owner only; the files between the processes are JSON and safetensors."""
+    fl, clients, _, work = deployed
+    commands = fl.settings["commands"]
+    assert fl.settings["secure"] and not any("--insecure" in c for c in commands)
+    link = commands[0]
+    for flag in ("--ssl-certfile", "--ssl-keyfile", "--ssl-ca-certfile", "--enable-supernode-auth",
+                 "--disable-runtime-dependency-installation"):
+        assert flag in link
+    assert "FLWR_TELEMETRY_ENABLED=0" in link and "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION=1" in link
+    nodes = [c for c in commands if " flower-supernode " in c]
+    assert all("--root-certificates" in c and "--auth-supernode-private-key" in c for c in nodes)
+    assert sum(" flwr supernode register " in c for c in commands) == len(clients)
+    assert "insecure" not in (work / "flwr_home" / "config.toml").read_text()
+    secret = work / "secrets"
+    assert secret.stat().st_mode & 0o777 == 0o700
+    for key in [secret / "server.key", *(secret / f"node{c}" for c in range(len(clients)))]:
+        assert key.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.suffix for p in work.glob("result.*")) == [".json", ".safetensors"]
+    assert not list(work.glob("*.pt")) and not list(work.glob("*.pkl"))
+
+
+def test_no_pickle_and_no_network_in_the_deployment_path():
+    """No file of the deployment path unpickles (no torch.load, no pickle), and none reaches the
+    network (no URL, no HTTP client of its own)."""
+    from pathlib import Path
+
+    import flprivacy.flower_deploy as fd
+    import flprivacy.wire as wire
+
+    files = [Path(fd.__file__), Path(wire.__file__), *sorted(fd.APP_DIR.rglob("*.py")), fd.APP_DIR / "pyproject.toml"]
+    for f in files:
+        text = f.read_text()
+        for bad in ("torch.load", "weights_only", "import pickle", "pickle.load", "http://", "https://",
+                    "import requests", "urllib", "import httpx"):
+            assert bad not in text, f"{f.name} contains {bad!r}"
+
+
+def test_the_wire_under_tls_carries_nothing_readable(deployed):
+    """Client 0's SuperNode talked to the SuperLink through a relay that recorded every byte: the
+    node took part in every round, yet the recording holds no HTTP message, no model, and none
+    of the bytes Flower serialises the models it carried into (NumPy's .npy of each parameter)."""
+    import io
+
+    import numpy as np
+
+    fl, _, _, _ = deployed
+    capture = fl.settings["wire"]
+    assert all(0 in part for part in fl.log.participants)
+    assert capture.nbytes > 10_000  # the traffic of 4 rounds did cross the relay
+    found = recover_models(capture, linear_regression(2))
+    assert found.http_messages == 0 and found.objects == 0 and found.down == [] and found.up == []
+    for e in fl.log.exchanges(0):
+        for v in linear_regression(2).unflatten(e.returned).values():
+            buf = io.BytesIO()
+            np.save(buf, v.detach().numpy(), allow_pickle=False)
+            assert buf.getvalue() not in capture and buf.getvalue()[-16:] not in capture
+
+
+def test_an_unregistered_supernode_is_refused(tmp_path):
+    """With SuperNode authentication, a node whose key was never registered is refused: the
+    SuperLink never lists it (it logs the refused activation) and the node gives up."""
+    dep = Deployment(tmp_path)
+    try:
+        dep.write_connection()
+        dep.start_superlink()
+        dep.wait_listening()
+        key, _ = make_node_key(dep.secrets_dir, "stranger")
+        dep.node_keys[0] = key  # held, never registered
+        node = dep.start_supernode(0, tmp_path / "client0.json")
+        deadline = time.monotonic() + 120
+        while node.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        text = (tmp_path / "supernode0.log").read_text(errors="replace")
+        assert node.poll() is not None, f"the unregistered SuperNode still runs after 120 s:\n{text[-2000:]}"
+        assert "Activated node_id" not in (tmp_path / "superlink.log").read_text(errors="replace")
+    finally:
+        dep.stop()
 
 
 def test_deployment_log_equals_run_fedavg_log(deployed):
@@ -259,13 +364,15 @@ def test_the_active_server_forges_the_targets_messages_only(deployed):
 
 
 def test_a_supernode_killed_mid_round(faulty):
-    """Round 1 closes with the clients that answered once the round timeout expires; the log
-    keeps client 2 as sampled but dropped (no exchange), the aggregate is the others' (eq. 1,
-    p renormalised), the dead node is not sampled again, and the run ends in bounded time."""
+    """Round 1 closes once Flower declares the crashed node unavailable (its heartbeats stopped;
+    the round timeout is Flower's default, never reached): the log keeps client 2 as sampled but
+    dropped (no exchange) with Flower's reason, the aggregate is the others' (eq. 1, p
+    renormalised), the dead node is not sampled again, the run ends in bounded time, and the
+    crashed node's SuperExec and ClientApp, left running by the crash, are ended at once."""
     fl, clients, local, _, events, wall = faulty
     log = fl.log
     assert log.sampled(1) == [0, 1, 2] and log.participants[1] == [0, 1] and log.dropped(1) == [2]
-    assert "timeout" in log.failures[(1, 2)]
+    assert "Node Unavailable" in log.failures[(1, 2)]
     assert [log.dropped(t) for t in (0, 2)] == [[], []] and 2 not in log.participants[2]
     assert {(e.round, e.client) for e in log.exchanges()} == {(0, 0), (0, 1), (0, 2), (1, 0), (1, 1),
                                                               (2, 0), (2, 1), (2, 3)}
@@ -274,9 +381,11 @@ def test_a_supernode_killed_mid_round(faulty):
     for t in range(3):
         avg = sum(p[c] * log.exchange(t, c).returned for c in log.participants[t]) / sum(p[c] for c in log.participants[t])
         assert (log.global_models[t + 1] - avg).abs().max() <= tol
-    # round 1 waited for the round timeout, not for ever (the ServerApp polls every 0.25 s; +30 s: a loaded machine)
-    assert ROUND_TIMEOUT <= fl.settings["round_seconds"][1] <= ROUND_TIMEOUT + 30
-    assert events["alive_after_kill"] == [] and wall < TIMEOUT
+    # round 1 lasted until the heartbeat expiry, not for ever (it began before the crash; +45 s: the
+    # training before the crash and the polling on a loaded machine)
+    assert HEARTBEAT_EXPIRY[0] <= fl.settings["round_seconds"][1] <= HEARTBEAT_EXPIRY[1] + 45
+    assert events["orphans"] != []  # the crash did leave processes behind (the SuperExec at least)
+    assert events["orphans_alive"] == [] and events["orphans_left_after_s"] < 15 and wall < TIMEOUT
 
 
 def test_a_supernode_that_joins_late(faulty):
@@ -301,7 +410,7 @@ def test_missing_superlink_is_a_clear_error_not_a_hang(tmp_path):
     dep = Deployment(tmp_path)
     dep.write_connection()
     t0 = time.monotonic()
-    r = dep.flwr_run(tmp_path / "spec.pt", tmp_path / "log.pt", timeout=60)
+    r = dep.flwr_run(timeout=60)
     assert r.returncode != 0 and "unavailable" in (r.stdout + r.stderr)
     assert time.monotonic() - t0 < 60
 
@@ -327,3 +436,44 @@ def test_free_port_avoids_the_ephemeral_range_and_never_repeats():
     assert all(1024 <= p < min(_ephemeral_low(), 32768) for p in ports)
     with socket.socket() as s:
         s.bind(("127.0.0.1", ports[-1]))
+
+
+def test_flowers_node_unavailable_reply_is_mapped_to_its_client(attr_clients):
+    """In process, the reply Flower's SuperLink makes for a node that missed its heartbeats: an
+    error from node 1 (the SuperLink itself, not the node) that names the message it answers.
+    The recorder maps it to the client that message went to and records the failure; the round
+    closes over the other replies (eq. 1 renormalised)."""
+    from flwr.app import Context, Error, Message, MessageType, RecordDict
+    from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
+
+    from flprivacy.flower import InProcessGrid, _server_identity, client_app, server_app
+
+    class SuperLinkGrid(InProcessGrid):
+        train_rounds = 0
+        victim = None
+
+        def send_and_receive(self, messages, *, timeout=None):
+            messages = list(messages)
+            replies = super().send_and_receive(messages, timeout=timeout)
+            if any(m.metadata.message_type == MessageType.TRAIN for m in messages):
+                if self.train_rounds == 1:
+                    lost = messages[-1]
+                    self.victim = int(self.contexts[lost.metadata.dst_node_id].node_config["partition-id"])
+                    replies = [r for r in replies if r.metadata.reply_to_message_id != lost.metadata.message_id]
+                    err = Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason="Error: Node Unavailable"), reply_to=lost)
+                    err.metadata.__dict__["_src_node_id"] = SUPERLINK_NODE_ID
+                    replies.append(err)
+                self.train_rounds += 1
+            return replies
+
+    clients, model = attr_clients(8, sizes=(40, 35, 50), d=2), linear_regression(2)
+    grid = SuperLinkGrid(client_app(model, clients, LocalSGD(lr=0.05)), 3)
+    app, out = server_app(model, [c.n for c in clients], rounds=3, theta0=model.init_params(0), min_nodes=2)
+    with _server_identity(run_id=1):
+        app(grid, Context(run_id=1, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(), run_config={}))
+    log = out.log
+    assert log.dropped(1) == [grid.victim] and "Node Unavailable" in log.failures[(1, grid.victim)]
+    assert grid.victim not in log.participants[2]
+    p, part = log.weights, log.participants[1]
+    avg = sum(p[c] * log.exchange(1, c).returned for c in part) / sum(p[c] for c in part)
+    assert (log.global_models[2] - avg).abs().max() <= 4 * 4 * 5 * EPS64 * max(1.0, float(log.global_trajectory().abs().max()))

@@ -323,6 +323,7 @@ class RecordingStrategy(Strategy):
             content[ARRAYS] = to_arrays(self.model, sent)
             out.append(Message(content, dst_node_id=msg.metadata.dst_node_id, message_type=msg.metadata.message_type,
                                group_id=msg.metadata.group_id))
+        self._out = list(zip(out, sampled))  # the grid gives each its message id when it pushes it
         return out
 
     def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
@@ -330,8 +331,15 @@ class RecordingStrategy(Strategy):
         client_node = {c: i for i, c in self.node_to_client.items()}
         answered: dict[int, Message] = {}
         failed: dict[int, str] = {}
+        # Flower's own error replies (a node that missed its heartbeats) come from the SuperLink
+        # (node id 1): they name the message they answer, not the node
+        sent_to = {m.metadata.message_id: c for m, c in getattr(self, "_out", []) if m.metadata.message_id}
         for reply in replies:
-            c = self.node_to_client[reply.metadata.src_node_id]
+            src = int(reply.metadata.src_node_id)
+            c = self.node_to_client[src] if src in self.node_to_client else sent_to.get(reply.metadata.reply_to_message_id)
+            if c is None:
+                raise RuntimeError(f"round {t}: a reply from node {src} answers no message of the round "
+                                   f"({reply.error.reason if reply.has_error() else 'no error'}).")
             if not reply.has_error():
                 answered[c] = reply
             elif reply.error.code in _APP_ERRORS:
