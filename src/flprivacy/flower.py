@@ -43,15 +43,7 @@ import torch
 from torch import Tensor
 
 try:
-    from flwr.app import (
-        ArrayRecord,
-        ConfigRecord,
-        Context,
-        Message,
-        MessageType,
-        MetricRecord,
-        RecordDict,
-    )
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
     from flwr.common.constant import SUPERLINK_NODE_ID, ErrorCode
     from flwr.common.serde import message_from_proto, message_to_proto
@@ -70,29 +62,10 @@ from .federation import ClientData, FLRun, LocalTrainer, check_clients, client_w
 from .log import MessageLog
 from .models import FLModel
 from .threats import Adversary
-from .validation import (
-    NonFiniteError,
-    check_choice,
-    check_finite,
-    check_int,
-    check_seed,
-)
+from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
 
-__all__ = [
-    "AuditLog",
-    "AuditStrategy",
-    "InProcessGrid",
-    "RecordingStrategy",
-    "attack_model",
-    "audit",
-    "client_app",
-    "from_arrays",
-    "quiet_flower",
-    "run_flower",
-    "run_server_app",
-    "server_app",
-    "to_arrays",
-]
+__all__ = ["RecordingStrategy", "InProcessGrid", "client_app", "server_app", "run_flower", "to_arrays", "from_arrays",
+           "quiet_flower", "audit", "AuditStrategy", "AuditLog", "attack_model", "run_server_app"]
 
 ARRAYS = "arrays"  # Flower's FedAvg puts the model under this key (its ``arrayrecord_key``)
 PARTITION = "partition-id"  # the node config key naming a node's data partition (Flower's convention)
@@ -221,7 +194,7 @@ class _LiveGrid:
     def get_node_ids(self) -> list[int]:
         return list(self._nodes)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str):  # noqa: ANN204
         return getattr(self._grid, name)
 
 

@@ -45,35 +45,13 @@ from ..federation import local_sgd
 from ..metrics import quality
 from ..models import FLModel
 from ..threats import GlobalModels
-from ..validation import (
-    NonFiniteError,
-    as_tensor,
-    check_finite,
-    check_int,
-    check_positive,
-    check_seed,
-)
+from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 __all__ = [
-    "LocalTraining",
-    "Reconstruction",
-    "curious_client_attack",
-    "decode_dummy",
-    "dlg_init",
-    "dummy_latent",
-    "idlg_label",
-    "invert_update",
-    "jacobian_gradient_covariance",
-    "labels_from_counts",
-    "last_layer",
-    "lemma1_prediction",
-    "own_image_score",
-    "replay_local",
-    "replay_update",
-    "restore_label_counts",
-    "super_client_divergence",
-    "total_variation",
-    "update_distance",
+    "LocalTraining", "Reconstruction", "curious_client_attack", "decode_dummy", "dlg_init", "dummy_latent",
+    "idlg_label", "invert_update", "jacobian_gradient_covariance", "labels_from_counts", "last_layer",
+    "lemma1_prediction", "own_image_score", "replay_local", "replay_update", "restore_label_counts",
+    "super_client_divergence", "total_variation", "update_distance",
 ]
 
 Distance = Literal["l2", "cosine"]
