@@ -190,6 +190,7 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
     _, Ub = last_layer(model, update)
     if probe is not None:
         probe = check_finite("probe", as_tensor("probe", probe, where="restore_label_counts", min_rows=1), "restore_label_counts")
+        probe = probe.to(theta.device)
         try:
             model.forward(theta, probe[:1])
         except ValueError as e:
@@ -576,6 +577,7 @@ def curious_client_attack(
     probe: Tensor | None = None,
     scale_factor: int = 4,
     seed: int = 0,
+    device: torch.device | str | None = None,
     **inversion,
 ) -> Reconstruction:
     """The curious-client attack of Wilson et al. (2025), §3.1.
@@ -600,6 +602,8 @@ def curious_client_attack(
         client_sizes: the App. F *upper bound*: replay these K clients, labels grouped by client.
         scale_factor: dummy resolution divisor, bicubic upsampling (Wilson §4: 4).
         seed: seeds the label restoration (without ``labels``) and the dummy initialisation.
+        device: where the attack runs (default: the observed models' device); random draws
+            stay on the CPU and are moved, so a device starts from the same dummy.
         distance, tv, optimizer, attack_lr, iterations, schedule, progress: passed to
             :func:`invert_update`, with its defaults (Wilson §4: L2, Adam, step 0.1).
     """
@@ -613,6 +617,8 @@ def curious_client_attack(
     eta_g = view.server_lr if server_lr is None else float(server_lr)
     if eta_g <= 0:
         raise ValueError(f"server_lr must be positive, got {server_lr}.")
+    if device is not None:
+        theta_t, theta_next = theta_t.to(device), theta_next.to(device)
     target = (theta_t - theta_next) / eta_g
     N = int(view.n_samples_total if n_images is None else n_images)
     if labels is None:
@@ -622,7 +628,7 @@ def curious_client_attack(
     elif labels.numel() != N:
         raise ValueError(f"{labels.numel()} labels given for N = {N} images; pass n_images or matching labels.")
     rec = invert_update(model, theta_t, target, image_shape=image_shape, labels=labels, lr=local_lr, steps=local_steps,
-                        client_sizes=client_sizes, scale_factor=scale_factor, seed=seed, **inversion)
+                        client_sizes=client_sizes, scale_factor=scale_factor, seed=seed, device=device, **inversion)
     rec.settings.update(round=t, n_images=N, server_lr=eta_g, attack="curious_client")
     return rec
 
