@@ -106,8 +106,9 @@ CONFIG = {"num-server-rounds": 2, "lr": 0.1, "local-epochs": 2}
 
 def test_audit_records_and_attack_recovers(tmp_path):
     client, server, box, (X, y) = make_apps(3, 2)
+    grid = InProcessGrid(client, 3, run_config=CONFIG)
     with quiet_flower():
-        run_server_app(server, InProcessGrid(client, 3, run_config=CONFIG))
+        run_server_app(server, grid)
     rec = box["strategy"].record
     assert rec.rounds == 2 and rec.n_clients == 3
     assert all(m["num-examples"] == 2 and "train_loss" in m for m in rec.metrics.values())
@@ -123,18 +124,19 @@ def test_audit_records_and_attack_recovers(tmp_path):
     # attack: client 0's round-0 update, with the training known (momentum 0.9, 2 epochs)
     c = 0
     e = log.exchange(0, c)
+    part = grid.contexts[rec.node_ids[c]].node_config["partition-id"]  # the truth, unknown to the server
+    X, y = X[2 * part:2 * part + 2], y[2 * part:2 * part + 2]
     local = LocalTraining(lr=0.1, momentum=0.9, batch_size=32, epochs=2)
     norm = lambda x: (x - NORM[0]) / NORM[1]
     counts = restore_label_counts(rec.model, e.sent, e.sent - e.returned, 2, lr=0.1, local=local,
                                   image_shape=(1, 16, 16), transform=norm,
                                   generator=torch.Generator().manual_seed(0))
-    truth_y = y[:2]
-    assert torch.equal(counts, torch.bincount(truth_y, minlength=4))
+    assert torch.equal(counts, torch.bincount(y, minlength=4))
     r = invert_update(rec.model, e.sent, e.sent - e.returned, image_shape=(1, 16, 16),
                       labels=labels_from_counts(counts), local=local, transform=norm, distance="cosine",
                       iterations=300, attack_lr=0.1)
-    q = quality(r.images, X[:2])
-    noise = quality(torch.rand(2, 1, 16, 16, generator=torch.Generator().manual_seed(1)), X[:2])
+    q = quality(r.images, X)
+    noise = quality(torch.rand(2, 1, 16, 16, generator=torch.Generator().manual_seed(1)), X)
     assert q.psnr.mean() > noise.psnr.mean() + 3
 
 
