@@ -180,3 +180,23 @@ def test_late_node_numbered_without_query():
         run_server_app(server, grid)
     rec = box["strategy"].record
     assert rec.sampled == [[0, 1], [0, 1, 2]] and rec.node_ids[2] == late
+
+
+def test_message_log_saved_compactly(tmp_path):
+    from flprivacy import ClientData, LocalSGD, linear_regression
+    from flprivacy.flower import load_log, run_flower, save_log
+    from flprivacy.threats import SendBack
+
+    g = torch.Generator().manual_seed(0)
+    clients = [ClientData(torch.randn(6, 3, generator=g, dtype=torch.float64),
+                          torch.randn(6, generator=g, dtype=torch.float64)) for _ in range(3)]
+    model = linear_regression(3)
+    run = run_flower(model, clients, rounds=4, local=LocalSGD(lr=0.1), adversary=SendBack(target=1, rounds=[2, 3]))
+    path = save_log(run.log, tmp_path / "log.safetensors")
+    back = load_log(path)
+    assert back.participants == run.log.participants
+    assert torch.equal(back.global_trajectory(), run.log.global_trajectory())
+    for a, b in zip(run.log.exchanges(), back.exchanges()):
+        assert a.forged == b.forged and torch.equal(a.sent, b.sent) and torch.equal(a.returned, b.returned)
+    # every model once: 5 globals, 12 returned, 2 forged sent, 8 bytes each of d = 4 values
+    assert path.stat().st_size < 8 * model.dim * (5 + 12 + 2) + 4_000

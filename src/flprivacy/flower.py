@@ -65,7 +65,7 @@ from .threats import Adversary
 from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
 
 __all__ = ["RecordingStrategy", "InProcessGrid", "client_app", "server_app", "run_flower", "to_arrays", "from_arrays",
-           "quiet_flower", "audit", "AuditStrategy", "AuditLog", "attack_model", "run_server_app"]
+           "quiet_flower", "audit", "AuditStrategy", "AuditLog", "attack_model", "run_server_app", "save_log", "load_log"]
 
 ARRAYS = "arrays"  # Flower's FedAvg puts the model under this key (its ``arrayrecord_key``)
 PARTITION = "partition-id"  # the node config key naming a node's data partition (Flower's convention)
@@ -978,3 +978,62 @@ def audit(strategy: Strategy, module: torch.nn.Module, *, loss: str = "cross_ent
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"audit: module must be the app's torch.nn.Module; got {type(module).__name__}.")
     return AuditStrategy(strategy, AuditLog(module, loss))
+
+
+# ---- a MessageLog on disk ------------------------------------------------------------------------------------
+def save_log(log: MessageLog, path: str | Path) -> Path:
+    """Write a :class:`~flprivacy.log.MessageLog` to ``path`` as one safetensors file: every
+    global model once, one returned model per recorded exchange, a sent model only where it
+    was forged, all in the log's own dtype (no pickle; the rest is JSON metadata).
+    :func:`load_log` reads it back."""
+    import json
+
+    from safetensors.torch import save_file
+
+    if not isinstance(log, MessageLog):
+        raise TypeError(f"save_log: log must be a MessageLog; got {type(log).__name__}.")
+    tensors = {f"global/{t}": log.global_models[t].contiguous() for t in range(len(log.global_models))}
+    exchanges = []
+    for e in log.exchanges():
+        tensors[f"returned/{e.round}/{e.client}"] = e.returned.contiguous()
+        if e.forged:
+            tensors[f"sent/{e.round}/{e.client}"] = e.sent.contiguous()
+        exchanges.append([e.round, e.client, bool(e.forged)])
+    meta = {"n_clients": log.n_clients, "weights": [float(w) for w in log.weights], "n_samples": list(log.n_samples),
+            "server_lr": float(log.server_lr), "participants": log.participants, "exchanges": exchanges,
+            "failures": [[t, c, r] for (t, c), r in log.failures.items()]}
+    path = Path(path)
+    save_file(tensors, str(path), metadata={"flprivacy.message_log": json.dumps(meta)})
+    return path
+
+
+def load_log(path: str | Path) -> MessageLog:
+    """Read a :class:`~flprivacy.log.MessageLog` written by :func:`save_log`, through the log's
+    own write API (so its rules are checked again)."""
+    import json
+
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = json.loads(f.metadata()["flprivacy.message_log"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open has no __iter__
+    log = MessageLog(meta["n_clients"], torch.tensor(meta["weights"], dtype=torch.float64), meta["n_samples"],
+                     meta["server_lr"])
+    forged = {(t, c): fg for t, c, fg in meta["exchanges"]}
+    failures = {(int(t), int(c)): r for t, c, r in meta["failures"]}
+    for t, answered in enumerate(meta["participants"]):
+        theta = tensors[f"global/{t}"]
+        sampled = sorted(set(answered) | {c for (r, c) in failures if r == t})
+        log.begin_round(theta, sampled)
+        for c in sampled:
+            if (t, c) in failures:
+                log.record_failure(c, failures[(t, c)])
+            elif (t, c) in forged:
+                sent = tensors[f"sent/{t}/{c}"] if forged[(t, c)] else theta
+                log.record_reply(c, sent, tensors[f"returned/{t}/{c}"], forged[(t, c)])
+            else:  # a participant whose exchange was not kept (run_fedavg's record_clients)
+                log.record_reply(c, theta, theta, False, keep=False)
+        log.close_round()
+    if len(meta["participants"]) + 1 == sum(1 for k in tensors if k.startswith("global/")):
+        log.finish(tensors[f"global/{len(meta['participants'])}"])
+    return log
