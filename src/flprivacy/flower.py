@@ -25,6 +25,15 @@ Everything is a thin layer on Flower's own extension points, not a fork:
   (protobuf). :func:`run_flower` uses it by default; ``backend="ray"`` runs the same apps on
   Flower's Simulation Engine (``flwr.simulation.run_simulation``, which needs Ray).
 
+Any other Flower app is audited by wrapping its own strategy: :func:`audit` returns an
+:class:`AuditStrategy` that runs the app's strategy unchanged and records every model
+exchanged (parameters and buffers, e.g. BatchNorm running statistics) and every reply's
+metrics in an :class:`AuditLog` (stored with :meth:`AuditLog.save` as safetensors), which
+gives the book's ``MessageLog``; :func:`attack_model` is the model the attacks run on, with
+BatchNorm read as in training or with the recorded running statistics.
+:func:`run_server_app` runs a ServerApp in this process on an :class:`InProcessGrid`, and
+:func:`save_log` / :func:`load_log` store any ``MessageLog`` compactly.
+
 Install the optional dependency with ``pip install flprivacy[flower]`` (or
 ``pip install -r requirements.txt -r requirements-flower.txt``).
 """
