@@ -884,7 +884,7 @@ class AuditStrategy(Strategy):
 
     Made by :func:`audit`. ``configure_train`` records the global model of the round and the
     sampled nodes; ``aggregate_train`` records every reply (the returned model and its
-    metrics) in :attr:`record` (an :class:`AuditLog`) and hands the valid replies to the wrapped
+    metrics) in ``record`` (an :class:`AuditLog`) and hands the valid replies to the wrapped
     strategy, which aggregates as it would without the audit. Nothing is sent that the app
     would not send: nodes are never queried, a node that joins late is numbered when it is
     first sampled. A sampled node whose reply is an error, or missing at the round's timeout,
