@@ -23,6 +23,7 @@ Weights are stored as ``safetensors`` (no pickle; :func:`load_ddpm` checks the S
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import time
@@ -271,9 +272,15 @@ class SeparableOperator:
     def n(self) -> int:
         return self.A.shape[1]
 
+    def to(self, device: torch.device | str) -> SeparableOperator:
+        """The same operator with its matrices on ``device``."""
+        out = copy.copy(self)
+        out.A, out.U, out.s, out.V = (v.to(device) for v in (self.A, self.U, self.s, self.V))
+        return out
+
     def singular_values(self) -> Tensor:
         """The ``(n, n)`` array of singular values of H in spectral coordinates (zero = null space)."""
-        out = torch.zeros(self.n, self.n)
+        out = torch.zeros(self.n, self.n, device=self.s.device)
         out[: self.m, : self.m] = self.s[:, None] * self.s[None, :]
         return out
 
@@ -292,7 +299,7 @@ class SeparableOperator:
     def y_bar(self, y: Tensor) -> Tensor:
         """ȳ = Σ⁺ Uᵀ y on the ``(n, n)`` spectral grid (zero where Σ is zero)."""
         uy = self.U.T @ y @ self.U
-        out = torch.zeros(*y.shape[:-2], self.n, self.n, dtype=y.dtype)
+        out = torch.zeros(*y.shape[:-2], self.n, self.n, dtype=y.dtype, device=y.device)
         out[..., : self.m, : self.m] = uy / (self.s[:, None] * self.s[None, :])
         return out
 
@@ -362,18 +369,26 @@ def _timesteps(n_steps: int, n_train: int) -> list[int]:
     return torch.linspace(n_train - 1, 0, n_steps).round().long().tolist()
 
 
-def _labels(labels: Tensor | None, n: int, where: str) -> Tensor:
+def _labels(labels: Tensor | None, n: int, where: str, device: torch.device | None = None) -> Tensor:
     if labels is None:
-        return torch.full((n,), NULL_CLASS, dtype=torch.long)
+        return torch.full((n,), NULL_CLASS, dtype=torch.long, device=device)
     labels = as_tensor("labels", labels, where=where, ndim=1).long()
     if labels.shape[0] != n or labels.min() < 0 or labels.max() > NULL_CLASS:
         raise ValueError(f"{where}: labels must be ({n},) class indices in 0..{NULL_CLASS} "
                          f"({NULL_CLASS} = unconditional); got shape {tuple(labels.shape)}.")
-    return labels
+    return labels if device is None else labels.to(device)
+
+
+def _device(model, device: torch.device | str | None) -> torch.device:
+    """``device``, or the model's (its first parameter's; the CPU for a parameterless model)."""
+    if device is not None:
+        return torch.device(device)
+    p = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
+    return p.device if p is not None else torch.device("cpu")
 
 
 def _eps(model, x: Tensor, t: int, labels: Tensor, batch: int = 64) -> Tensor:
-    tt = torch.full((x.shape[0],), t, dtype=torch.long)
+    tt = torch.full((x.shape[0],), t, dtype=torch.long, device=x.device)
     with torch.no_grad():
         return torch.cat([model(x[i:i + batch], tt[i:i + batch], class_labels=labels[i:i + batch]).sample
                           for i in range(0, x.shape[0], batch)])
@@ -392,7 +407,8 @@ class DDRMResult:
 
 def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOperator | None = None,
                  labels: Tensor | None = None, n_steps: int = 20, eta: float = 0.85, eta_b: float = 1.0,
-                 clip: bool = True, seed: int = 0, n_train_steps: int = 1000) -> DDRMResult:
+                 clip: bool = True, seed: int = 0, n_train_steps: int = 1000,
+                 device: torch.device | str | None = None) -> DDRMResult:
     """DDRM restoration (Kawar et al. 2022, eq. 7-8 with the initialisation of their §3.3) of the raw
     reconstructions, with the frozen DDPM ``model`` as prior (Wilson et al. §3.2).
 
@@ -418,6 +434,8 @@ def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOpera
         eta, eta_b: DDRM's η and η_b (their defaults 0.85 and 1).
         clip: clip the prediction x_θ,t to the data range [-1, 1], as the DDPM sampler of Ho et al.
             (and ``diffusers``' ``clip_sample``) does; Kawar et al.'s code does not.
+        device: where the restoration runs (default: the model's device). The noise is drawn on
+            the CPU from ``seed`` and moved, so a device draws the same noise.
     """
     raw = as_tensor("raw", raw, where="ddrm_restore", ndim=4, min_rows=1, dtype=torch.float32)
     check_finite("raw", raw, "ddrm_restore")
@@ -428,10 +446,13 @@ def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOpera
     check_seed("seed", seed, "ddrm_restore")
     if not (0 <= eta <= 1 and 0 <= eta_b <= 1):
         raise ValueError(f"ddrm_restore: eta and eta_b must lie in [0, 1], got {eta} and {eta_b}.")
-    op = upsampler_operator() if operator is None else operator
+    dev = _device(model, device)
+    op = (upsampler_operator() if operator is None else operator).to(dev)
+    raw = raw.to(dev)
     n = raw.shape[0]
-    c = _labels(labels, n, "ddrm_restore")
+    c = _labels(labels, n, "ddrm_restore", dev)
     g = make_generator(seed)
+    randn = lambda shape: torch.randn(shape, generator=g).to(dev)  # noqa: E731 - CPU draws, then moved
     abar = scheduler(n_train_steps).alphas_cumprod.double()
     sig = lambda t: float(((1 - abar[t]) / abar[t]).sqrt()) if t >= 0 else 0.0  # noqa: E731
     y = op.forward(to_model_space(raw)[:, 0])  # the measurement: H applied to the raw image
@@ -442,20 +463,20 @@ def ddrm_restore(model, raw: Tensor, *, sigma_y: float, operator: SeparableOpera
     noise_level = torch.where(pos, sigma_y / s_safe, torch.zeros_like(s))  # σ_y / s_i
     ts = _timesteps(n_steps, n_train_steps)
     sT = sig(ts[0])
-    xbar = torch.where(pos, ybar + (sT ** 2 - noise_level ** 2).clamp(min=0).sqrt() * torch.randn(ybar.shape, generator=g),
-                       sT * torch.randn(ybar.shape, generator=g))
+    xbar = torch.where(pos, ybar + (sT ** 2 - noise_level ** 2).clamp(min=0).sqrt() * randn(ybar.shape),
+                       sT * randn(ybar.shape))
     for i, t in enumerate(ts):
         t_next = ts[i + 1] if i + 1 < len(ts) else -1
         st, sn = sig(t), sig(t_next)
         x_ve = op.V_(xbar)
-        x_vp = (abar[t].sqrt().float() * x_ve).unsqueeze(1)
+        x_vp = (abar[t].sqrt().float().to(dev) * x_ve).unsqueeze(1)
         eps = _eps(model, x_vp, t, c)[:, 0]
         x0 = x_ve - st * eps  # x_θ,t in the VE form: x_t = x_0 + σ_t ε
         if clip:
             x0 = x0.clamp(-1, 1)
         check_finite("the model's prediction", x0, "ddrm_restore", cause="the weights or the input are broken")
         x0bar = op.Vt(x0)
-        z = torch.randn(xbar.shape, generator=g)
+        z = randn(xbar.shape)
         null = x0bar + math.sqrt(1 - eta ** 2) * sn * (xbar - x0bar) / st + eta * sn * z
         below = x0bar + math.sqrt(1 - eta ** 2) * sn * (ybar - x0bar) / noise_level.clamp(min=1e-12) + eta * sn * z
         above = (1 - eta_b) * x0bar + eta_b * ybar + (sn ** 2 - noise_level ** 2 * eta_b ** 2).clamp(min=0).sqrt() * z
@@ -493,13 +514,13 @@ def ddim_sample(model, x_T: Tensor, labels: Tensor | None = None, *, n_steps: in
     check_finite("x_T", x_T, "ddim_sample")
     if x_T.shape[1:] != (1, IMAGE_SIZE, IMAGE_SIZE):
         raise ValueError(f"ddim_sample: x_T must be (n, 1, 32, 32) noise, got {tuple(x_T.shape)}.")
-    c = _labels(labels, x_T.shape[0], "ddim_sample")
-    abar = scheduler(n_train_steps).alphas_cumprod
+    c = _labels(labels, x_T.shape[0], "ddim_sample", x_T.device)
+    abar = scheduler(n_train_steps).alphas_cumprod.to(x_T.device)
     x = x_T
     ts = _timesteps(n_steps, n_train_steps)
     for i, t in enumerate(ts):
         a = abar[t]
-        a_next = abar[ts[i + 1]] if i + 1 < len(ts) else torch.tensor(1.0)
+        a_next = abar[ts[i + 1]] if i + 1 < len(ts) else torch.tensor(1.0, device=x_T.device)
         eps = _eps(model, x.detach(), t, c)  # a constant: no gradient through the network
         x0 = (x - (1 - a).sqrt() * eps) / a.sqrt()
         if clip:
@@ -522,7 +543,8 @@ class MDEResult:
 
 
 def mde(model, raw: Tensor, labels: Tensor | None = None, *, iterations: int = 50, lr: float = 0.05,
-        n_steps: int = 10, seed: int = 0, record_every: int = 1) -> MDEResult:
+        n_steps: int = 10, seed: int = 0, record_every: int = 1,
+        device: torch.device | str | None = None) -> MDEResult:
     """Masked diffusion enhancer (Wilson et al. §3.3, eq. 4) with the book's DDPM in place of MDT:
     X̃_T = argmin_{X_T} ‖μ_θ(X_T, T) - X̂‖², optimised by Adam (rate ``lr``) from X_T ~ N(0, I), where
     μ_θ is the deterministic sampler :func:`ddim_sample` with its noise predictions held constant and
@@ -533,6 +555,8 @@ def mde(model, raw: Tensor, labels: Tensor | None = None, *, iterations: int = 5
         raw: ``(n, 1, 28, 28)`` raw reconstructions in [0, 1].
         iterations: optimisation steps (the paper shows 100 epochs and picks the best by eye).
         record_every: keep the images every this many iterations (for Fig. 3 and over-fitting).
+        device: where it runs (default: the model's device); X_T is drawn on the CPU from
+            ``seed`` and moved, so a device starts from the same noise.
     """
     raw = as_tensor("raw", raw, where="mde", ndim=4, min_rows=1, dtype=torch.float32)
     check_finite("raw", raw, "mde")
@@ -542,9 +566,10 @@ def mde(model, raw: Tensor, labels: Tensor | None = None, *, iterations: int = 5
     check_int("record_every", record_every, "mde", minimum=1)
     check_positive("lr", lr, "mde")
     check_seed("seed", seed, "mde")
-    target = to_model_space(raw)
-    c = _labels(labels, raw.shape[0], "mde")
-    x_T = torch.randn(target.shape, generator=make_generator(seed)).requires_grad_(True)
+    dev = _device(model, device)
+    target = to_model_space(raw).to(dev)
+    c = _labels(labels, raw.shape[0], "mde", dev)
+    x_T = torch.randn(target.shape, generator=make_generator(seed)).to(dev).requires_grad_(True)
     opt = torch.optim.Adam([x_T], lr=lr)
     history, recorded, losses = [], [], []
     for it in range(iterations + 1):

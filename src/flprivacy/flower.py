@@ -25,6 +25,15 @@ Everything is a thin layer on Flower's own extension points, not a fork:
   (protobuf). :func:`run_flower` uses it by default; ``backend="ray"`` runs the same apps on
   Flower's Simulation Engine (``flwr.simulation.run_simulation``, which needs Ray).
 
+Any other Flower app is audited by wrapping its own strategy: :func:`audit` returns an
+:class:`AuditStrategy` that runs the app's strategy unchanged and records every model
+exchanged (parameters and buffers, e.g. BatchNorm running statistics) and every reply's
+metrics in an :class:`AuditLog` (stored with :meth:`AuditLog.save` as safetensors), which
+gives the book's ``MessageLog``; :func:`attack_model` is the model the attacks run on, with
+BatchNorm read as in training or with the recorded running statistics.
+:func:`run_server_app` runs a ServerApp in this process on an :class:`InProcessGrid`, and
+:func:`save_log` / :func:`load_log` store any ``MessageLog`` compactly.
+
 Install the optional dependency with ``pip install flprivacy[flower]`` (or
 ``pip install -r requirements.txt -r requirements-flower.txt``).
 """
@@ -36,6 +45,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -64,7 +74,7 @@ from .threats import Adversary
 from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
 
 __all__ = ["RecordingStrategy", "InProcessGrid", "client_app", "server_app", "run_flower", "to_arrays", "from_arrays",
-           "quiet_flower"]
+           "quiet_flower", "audit", "AuditStrategy", "AuditLog", "attack_model", "run_server_app", "save_log", "load_log"]
 
 ARRAYS = "arrays"  # Flower's FedAvg puts the model under this key (its ``arrayrecord_key``)
 PARTITION = "partition-id"  # the node config key naming a node's data partition (Flower's convention)
@@ -465,14 +475,20 @@ class InProcessGrid(Grid):
     and whose ``state`` persists across rounds, as on a SuperNode. Every message and reply is
     serialised to Flower's protobuf wire format and parsed back, so the server reads what a
     remote client would have sent. Calls are sequential: this is a transport for testing and
-    teaching, not for speed.
+    teaching, not for speed. ``run_config`` is every node's ``context.run_config`` (what
+    ``flwr run`` passes from the app's ``pyproject.toml``), and :func:`run_server_app` gives it
+    to the ServerApp too.
     """
 
-    def __init__(self, app: ClientApp, n_nodes: int, *, seed: int = 0, wire: bool = True):
+    def __init__(self, app: ClientApp, n_nodes: int, *, seed: int = 0, wire: bool = True,
+                 run_config: dict | None = None):
         check_int("n_nodes", n_nodes, "InProcessGrid", minimum=1)
         check_seed("seed", seed, "InProcessGrid")
         if not isinstance(app, ClientApp):
             raise TypeError(f"InProcessGrid: app must be a flwr ClientApp; got {type(app).__name__}.")
+        if run_config is not None and not isinstance(run_config, dict):
+            raise TypeError(f"InProcessGrid: run_config must be a dict; got {type(run_config).__name__}.")
+        self.run_config = dict(run_config or {})
         rng = random.Random(seed)
         ids: list[int] = []
         while len(ids) < n_nodes:
@@ -481,7 +497,8 @@ class InProcessGrid(Grid):
                 ids.append(i)
         self.app, self.wire = app, bool(wire)
         self.contexts = {i: Context(run_id=1, node_id=i, node_config={PARTITION: c, "num-partitions": n_nodes},
-                                    state=RecordDict(), run_config={}) for c, i in enumerate(ids)}
+                                    state=RecordDict(), run_config=dict(self.run_config))
+                         for c, i in enumerate(ids)}
         self._run: Run | None = None
         self._replies: dict[str, Message] = {}
         self._counter = 0
@@ -611,3 +628,429 @@ def _server_identity(run_id: int) -> Iterator[None]:
         yield
     finally:
         TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = old
+
+
+# ---- auditing any Flower app ------------------------------------------------------------------------------
+def run_server_app(app: ServerApp, grid: Grid, *, run_config: dict | None = None, run_id: int = 1) -> None:
+    """Run a Flower ``ServerApp`` in this process on ``grid`` (e.g. an :class:`InProcessGrid`).
+
+    The public way to call a ServerApp outside Flower's runtime: it gives the app the server's
+    ``Context`` (``run_config`` as ``context.run_config``, as ``flwr run`` reads it from the
+    app's ``pyproject.toml``) and sets the task identity Flower's ``Message`` expects on the
+    server side, as ``flwr.simulation.run_simulation`` does, restoring it afterwards.
+    """
+    if not isinstance(app, ServerApp):
+        raise TypeError(f"run_server_app: app must be a flwr ServerApp; got {type(app).__name__}.")
+    if not isinstance(grid, Grid):
+        raise TypeError(f"run_server_app: grid must be a flwr Grid (e.g. InProcessGrid); got {type(grid).__name__}.")
+    config = dict(run_config or {})
+    if isinstance(grid, InProcessGrid) and not run_config:
+        config = dict(grid.run_config)
+    with _server_identity(run_id=run_id):
+        app(grid, Context(run_id=run_id, node_id=SUPERLINK_NODE_ID, node_config={}, state=RecordDict(),
+                          run_config=config))
+
+
+Reading = Literal["train", "running"]
+
+
+class _FixedNorm(torch.nn.Module):
+    """A BatchNorm layer evaluated with fixed statistics (the recorded running mean and
+    variance), held as plain tensors so that θ stays the parameters only."""
+
+    def __init__(self, bn: torch.nn.Module, mean: Tensor, var: Tensor):
+        super().__init__()
+        self.weight, self.bias = bn.weight, bn.bias
+        self.eps = float(bn.eps)
+        object.__setattr__(self, "mean", mean.detach().clone())
+        object.__setattr__(self, "var", var.detach().clone())
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.nn.functional.batch_norm(x, self.mean.to(x.device), self.var.to(x.device), self.weight, self.bias,
+                                              training=False, eps=self.eps)
+
+
+_BATCHNORMS = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+
+
+def attack_model(module: torch.nn.Module, loss: str = "cross_entropy", *, reading: Reading = "train",
+                 buffers: dict[str, Tensor] | None = None) -> FLModel:
+    """The :class:`~flprivacy.models.FLModel` an attack runs on, for an app's own ``nn.Module``.
+
+    θ is the module's parameters (``named_parameters`` order); its buffers are not in θ.
+    BatchNorm layers are read one of two ways, and the attack must say which it faces:
+
+    - ``reading="train"``: batch statistics, as a client computes them during local training
+      (``module.train()``). A training update (what gradient inversion replays) was produced
+      this way, whatever the recorded running statistics are.
+    - ``reading="running"``: the running mean and variance in ``buffers`` (recorded with the
+      model, see :meth:`AuditLog.buffers`), as the model evaluates in ``module.eval()`` (what
+      an attack on the deployed model faces: model inversion, attribute inference).
+
+    Other buffers are kept as constants.
+    """
+    where = "attack_model"
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"{where}: module must be a torch.nn.Module; got {type(module).__name__}.")
+    check_choice("reading", reading, ("train", "running"), where)
+    m = copy_module(module)
+    named = dict(m.named_modules())
+    for name, sub in list(named.items()):
+        if isinstance(sub, _BATCHNORMS) and sub.track_running_stats:
+            if reading == "running":
+                if buffers is None:
+                    raise ValueError(f"{where}: reading='running' needs the recorded buffers (AuditLog.buffers(...)).")
+                key = f"{name}." if name else ""
+                if f"{key}running_mean" not in buffers:
+                    raise ValueError(f"{where}: buffers lack {key}running_mean; pass the module's recorded state.")
+                fixed = _FixedNorm(sub, buffers[f"{key}running_mean"], buffers[f"{key}running_var"])
+                parent, _, child = name.rpartition(".")
+                setattr(named[parent] if parent else m, child, fixed)
+            else:
+                sub.track_running_stats = False
+                sub.running_mean = sub.running_var = sub.num_batches_tracked = None
+    for sub in m.modules():  # remaining buffers (not training state): constants
+        for bname, buf in list(sub._buffers.items()):
+            if buf is not None:
+                del sub._buffers[bname]
+                object.__setattr__(sub, bname, buf)
+    return FLModel(m, loss)  # type: ignore[arg-type]
+
+
+def copy_module(module: torch.nn.Module) -> torch.nn.Module:
+    """A deep copy of ``module`` (its parameters are the template; the original is untouched)."""
+    import copy
+
+    return copy.deepcopy(module)
+
+
+class AuditLog:
+    """What :func:`audit` recorded from a Flower app, stored once and compactly.
+
+    Per round t (Flower's round t + 1): the global model sent (θ^t: the parameters as a flat
+    vector, plus the module's buffers, e.g. BatchNorm running statistics), the clients sampled
+    and, per client that answered, the model it returned (parameters and buffers) and the
+    metrics of its reply (``num-examples``, ``train_loss``, ...); per client that did not, the
+    reason. Clients are numbered 0, 1, ... in the order their Flower node first appears
+    (``node_ids[c]`` is client c's node id); nodes that join late simply get the next number.
+
+    :meth:`message_log` gives the book's :class:`~flprivacy.log.MessageLog` (every attack reads
+    it, through :mod:`flprivacy.threats`); :meth:`save` and :meth:`load` store it as one
+    safetensors file (float arrays, no pickle), every model once.
+    """
+
+    def __init__(self, module: torch.nn.Module, loss: str = "cross_entropy"):
+        self.module = module
+        self.loss = str(loss)
+        self.model = attack_model(module, loss, reading="train")
+        self.param_names = [n for n, _ in module.named_parameters()]
+        self.buffer_names = [n for n, b in module.named_buffers() if b is not None]
+        self.node_ids: list[int] = []
+        self.globals: list[Tensor] = []  # θ^t, and θ^T once finished
+        self.global_buffers: list[dict[str, Tensor]] = []
+        self.sampled: list[list[int]] = []
+        self.returned: dict[tuple[int, int], Tensor] = {}
+        self.returned_buffers: dict[tuple[int, int], dict[str, Tensor]] = {}
+        self.metrics: dict[tuple[int, int], dict[str, float]] = {}
+        self.failures: dict[tuple[int, int], str] = {}
+
+    def __repr__(self) -> str:
+        return (f"AuditLog(rounds={self.rounds}, clients={self.n_clients}, replies={len(self.returned)}, "
+                f"failures={len(self.failures)})")
+
+    @property
+    def rounds(self) -> int:
+        return len(self.sampled)
+
+    @property
+    def n_clients(self) -> int:
+        return len(self.node_ids)
+
+    def client_of(self, node_id: int) -> int:
+        """Client index of a node id, numbering a node seen for the first time."""
+        node_id = int(node_id)
+        if node_id not in self.node_ids:
+            self.node_ids.append(node_id)
+        return self.node_ids.index(node_id)
+
+    def split(self, arrays: ArrayRecord, where: str) -> tuple[Tensor, dict[str, Tensor]]:
+        """An ArrayRecord holding the module's ``state_dict`` as (θ, buffers)."""
+        names = set(arrays.keys())
+        unknown = names - set(self.param_names) - set(self.buffer_names)
+        missing = set(self.param_names) - names
+        if unknown or missing:
+            raise ValueError(f"{where}: the ArrayRecord holds {sorted(names)}, the audited module's state_dict has "
+                             f"parameters {self.param_names} and buffers {self.buffer_names}; pass audit() the "
+                             "module the app sends (its state_dict).")
+        shapes = dict(self.module.named_parameters())
+        parts = []
+        for k in self.param_names:
+            v = torch.from_numpy(arrays[k].numpy().copy())
+            if tuple(v.shape) != tuple(shapes[k].shape):
+                raise ValueError(f"{where}: {k!r} has shape {tuple(v.shape)}; the module's is {tuple(shapes[k].shape)}.")
+            parts.append(v.reshape(-1).to(self.model.dtype))
+        bufs = {k: torch.from_numpy(arrays[k].numpy().copy()) for k in self.buffer_names if k in names}
+        return torch.cat(parts), bufs
+
+    def n_samples(self, client: int) -> int:
+        """The client's last reported ``num-examples`` (1 if it never reported one)."""
+        seen = [m["num-examples"] for (t, c), m in sorted(self.metrics.items()) if c == client and "num-examples" in m]
+        return int(seen[-1]) if seen else 1
+
+    def buffers(self, round: int, client: int | None = None) -> dict[str, Tensor]:
+        """The buffers (e.g. BatchNorm running statistics) of the global model of ``round``
+        (``client=None``; ``round = rounds`` is the final model) or of the model ``client``
+        returned in it."""
+        if client is None:
+            return dict(self.global_buffers[round])
+        return dict(self.returned_buffers[(round, client)])
+
+    def attack_model(self, reading: Reading = "train", round: int = 0, client: int | None = None) -> FLModel:
+        """:func:`attack_model` for this app: ``reading="train"`` (batch statistics, what local
+        training used) or ``"running"`` (the running statistics recorded with the global model
+        of ``round``, or with ``client``'s reply)."""
+        if reading == "train":
+            return self.model
+        return attack_model(self.module, self.loss, reading="running", buffers=self.buffers(round, client))
+
+    def message_log(self) -> MessageLog:
+        """The recorded run as the book's :class:`~flprivacy.log.MessageLog`: weights p_c ∝ the
+        clients' ``num-examples``, server learning rate 1 (FedAvg), failures recorded as such."""
+        n = self.n_clients
+        if n == 0 or not self.sampled:
+            raise RuntimeError("AuditLog.message_log: nothing was recorded (did the strategy run?).")
+        sizes = [self.n_samples(c) for c in range(n)]
+        w = torch.tensor(sizes, dtype=torch.float64)
+        log = MessageLog(n, w / w.sum(), sizes, 1.0)
+        for t, sampled in enumerate(self.sampled):
+            log.begin_round(self.globals[t], sampled)
+            for c in sampled:
+                if (t, c) in self.returned:
+                    log.record_reply(c, self.globals[t], self.returned[(t, c)], False)
+                else:
+                    log.record_failure(c, self.failures.get((t, c), "no reply"))
+            log.close_round()
+        if len(self.globals) > self.rounds:
+            log.finish(self.globals[self.rounds])
+        return log
+
+    # -- storage: one safetensors file ---------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the record to ``path`` (safetensors: every array once, float arrays in their
+        own dtype, the rest as JSON metadata)."""
+        import json
+
+        from safetensors.torch import save_file
+
+        tensors: dict[str, Tensor] = {}
+        for t, g in enumerate(self.globals):
+            tensors[f"global/{t}"] = g.contiguous()
+            for k, b in self.global_buffers[t].items():
+                tensors[f"global_buffer/{t}/{k}"] = b.contiguous()
+        for (t, c), v in self.returned.items():
+            tensors[f"returned/{t}/{c}"] = v.contiguous()
+            for k, b in self.returned_buffers.get((t, c), {}).items():
+                tensors[f"returned_buffer/{t}/{c}/{k}"] = b.contiguous()
+        meta = {"node_ids": [str(i) for i in self.node_ids], "sampled": self.sampled, "loss": self.loss,
+                "metrics": [[t, c, m] for (t, c), m in self.metrics.items()],
+                "failures": [[t, c, r] for (t, c), r in self.failures.items()]}
+        path = Path(path)
+        save_file(tensors, str(path), metadata={"flprivacy.audit": json.dumps(meta)})
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, module: torch.nn.Module) -> AuditLog:
+        """Read a record written by :meth:`save`; ``module`` is the app's architecture."""
+        import json
+
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            meta = json.loads(f.metadata()["flprivacy.audit"])
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        out = cls(module, meta["loss"])
+        out.node_ids = [int(i) for i in meta["node_ids"]]
+        out.sampled = [list(s) for s in meta["sampled"]]
+        n_globals = sum(1 for k in tensors if k.startswith("global/"))
+        out.globals = [tensors[f"global/{t}"] for t in range(n_globals)]
+        out.global_buffers = [{} for _ in range(n_globals)]
+        for k, v in tensors.items():
+            kind, *rest = k.split("/", 3)
+            if kind == "global_buffer":
+                out.global_buffers[int(rest[0])]["/".join(rest[1:])] = v
+            elif kind == "returned":
+                out.returned[(int(rest[0]), int(rest[1]))] = v
+            elif kind == "returned_buffer":
+                out.returned_buffers.setdefault((int(rest[0]), int(rest[1])), {})[rest[2]] = v
+        out.metrics = {(int(t), int(c)): m for t, c, m in meta["metrics"]}
+        out.failures = {(int(t), int(c)): r for t, c, r in meta["failures"]}
+        return out
+
+
+class AuditStrategy(Strategy):
+    """A Flower strategy that runs an app's own strategy unchanged and records every message.
+
+    Made by :func:`audit`. ``configure_train`` records the global model of the round and the
+    sampled nodes; ``aggregate_train`` records every reply (the returned model and its
+    metrics) in ``record`` (an :class:`AuditLog`) and hands the valid replies to the wrapped
+    strategy, which aggregates as it would without the audit. Nothing is sent that the app
+    would not send: nodes are never queried, a node that joins late is numbered when it is
+    first sampled. A sampled node whose reply is an error, or missing at the round's timeout,
+    is recorded as a failure and not sampled again. Evaluation passes through.
+    """
+
+    def __init__(self, inner: Strategy, record: AuditLog):
+        self.inner, self.record = inner, record
+        self.key = getattr(inner, "arrayrecord_key", ARRAYS)
+        self.failed_nodes: set[int] = set()
+        self._messages: list[tuple[Message, int]] = []
+
+    def __getattr__(self, name: str):
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def summary(self) -> None:
+        self.inner.summary()
+
+    @property
+    def log(self) -> MessageLog:
+        """The record as the book's :class:`~flprivacy.log.MessageLog` (:meth:`AuditLog.message_log`)."""
+        return self.record.message_log()
+
+    def _grid(self, grid: Grid) -> Grid:
+        if not self.failed_nodes:
+            return grid
+        return _LiveGrid(grid, [int(i) for i in grid.get_node_ids() if int(i) not in self.failed_nodes])  # type: ignore[return-value]
+
+    def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
+        rec = self.record
+        if server_round - 1 != rec.rounds:
+            raise RuntimeError(f"AuditStrategy: Flower's round {server_round} is not the record's round {rec.rounds + 1}.")
+        theta, bufs = rec.split(arrays, "AuditStrategy")
+        messages = list(self.inner.configure_train(server_round, arrays, config, self._grid(grid)))
+        clients = [rec.client_of(m.metadata.dst_node_id) for m in messages]
+        rec.globals.append(theta)
+        rec.global_buffers.append(bufs)
+        rec.sampled.append(sorted(clients))
+        self._messages = list(zip(messages, clients))
+        return messages
+
+    def aggregate_train(self, server_round: int, replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        rec, t = self.record, server_round - 1
+        by_id = {m.metadata.message_id: c for m, c in self._messages}
+        by_node = {int(m.metadata.dst_node_id): c for m, c in self._messages}
+        kept = []
+        for reply in replies:
+            c = by_id.get(reply.metadata.reply_to_message_id, by_node.get(int(reply.metadata.src_node_id)))
+            if c is None:
+                continue  # not a reply to this round's messages
+            if reply.has_error():
+                rec.failures[(t, c)] = f"Flower error {reply.error.code}: {reply.error.reason}"
+                continue
+            if self.key not in reply.content.array_records:
+                rec.failures[(t, c)] = f"the reply holds no ArrayRecord {self.key!r}"
+                continue
+            returned, bufs = rec.split(reply.content.array_records[self.key], f"round {t}, client {c}")
+            rec.returned[(t, c)], rec.returned_buffers[(t, c)] = returned, bufs
+            rec.metrics[(t, c)] = {k: float(v) for mr in reply.content.metric_records.values() for k, v in mr.items()
+                                   if isinstance(v, (int, float))}
+            kept.append(reply)
+        for m, c in self._messages:
+            if (t, c) not in rec.returned:
+                rec.failures.setdefault((t, c), "no reply within the round's timeout")
+                self.failed_nodes.add(int(m.metadata.dst_node_id))
+        return self.inner.aggregate_train(server_round, kept)
+
+    def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid) -> Iterable[Message]:
+        return self.inner.configure_evaluate(server_round, arrays, config, self._grid(grid))
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        return self.inner.aggregate_evaluate(server_round, replies)
+
+    def start(self, grid: Grid, initial_arrays: ArrayRecord, *args, **kwargs):
+        """Flower's ``Strategy.start``; records the final global model when it returns."""
+        result = super().start(grid, initial_arrays, *args, **kwargs)
+        final = result.arrays if result.arrays is not None else initial_arrays
+        theta, bufs = self.record.split(final, "AuditStrategy")
+        if len(self.record.globals) == self.record.rounds:
+            self.record.globals.append(theta)
+            self.record.global_buffers.append(bufs)
+        return result
+
+
+def audit(strategy: Strategy, module: torch.nn.Module, *, loss: str = "cross_entropy") -> AuditStrategy:
+    """Wrap a Flower app's strategy so that every model it exchanges is recorded.
+
+    The one change an app needs: in its ServerApp, ``strategy = audit(FedAvg(...), Net())``
+    instead of ``strategy = FedAvg(...)``; the app then runs as before (``strategy.start(...)``)
+    and ``strategy.record`` (an :class:`AuditLog`) holds the messages, ``strategy.log`` the
+    book's :class:`~flprivacy.log.MessageLog` that every attack reads. ``module`` is the
+    architecture whose ``state_dict`` the app sends (parameters and buffers are told apart by
+    it); ``loss`` is the clients' training loss, for the attacks.
+    """
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"audit: strategy must be a Flower Strategy (e.g. flwr.serverapp.strategy.FedAvg()); "
+                        f"got {type(strategy).__name__}.")
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"audit: module must be the app's torch.nn.Module; got {type(module).__name__}.")
+    return AuditStrategy(strategy, AuditLog(module, loss))
+
+
+# ---- a MessageLog on disk ------------------------------------------------------------------------------------
+def save_log(log: MessageLog, path: str | Path) -> Path:
+    """Write a :class:`~flprivacy.log.MessageLog` to ``path`` as one safetensors file: every
+    global model once, one returned model per recorded exchange, a sent model only where it
+    was forged, all in the log's own dtype (no pickle; the rest is JSON metadata).
+    :func:`load_log` reads it back."""
+    import json
+
+    from safetensors.torch import save_file
+
+    if not isinstance(log, MessageLog):
+        raise TypeError(f"save_log: log must be a MessageLog; got {type(log).__name__}.")
+    tensors = {f"global/{t}": log.global_models[t].contiguous() for t in range(len(log.global_models))}
+    exchanges = []
+    for e in log.exchanges():
+        tensors[f"returned/{e.round}/{e.client}"] = e.returned.contiguous()
+        if e.forged:
+            tensors[f"sent/{e.round}/{e.client}"] = e.sent.contiguous()
+        exchanges.append([e.round, e.client, bool(e.forged)])
+    meta = {"n_clients": log.n_clients, "weights": [float(w) for w in log.weights], "n_samples": list(log.n_samples),
+            "server_lr": float(log.server_lr), "participants": log.participants, "exchanges": exchanges,
+            "failures": [[t, c, r] for (t, c), r in log.failures.items()]}
+    path = Path(path)
+    save_file(tensors, str(path), metadata={"flprivacy.message_log": json.dumps(meta)})
+    return path
+
+
+def load_log(path: str | Path) -> MessageLog:
+    """Read a :class:`~flprivacy.log.MessageLog` written by :func:`save_log`, through the log's
+    own write API (so its rules are checked again)."""
+    import json
+
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = json.loads(f.metadata()["flprivacy.message_log"])
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open has no __iter__
+    log = MessageLog(meta["n_clients"], torch.tensor(meta["weights"], dtype=torch.float64), meta["n_samples"],
+                     meta["server_lr"])
+    forged = {(t, c): fg for t, c, fg in meta["exchanges"]}
+    failures = {(int(t), int(c)): r for t, c, r in meta["failures"]}
+    for t, answered in enumerate(meta["participants"]):
+        theta = tensors[f"global/{t}"]
+        sampled = sorted(set(answered) | {c for (r, c) in failures if r == t})
+        log.begin_round(theta, sampled)
+        for c in sampled:
+            if (t, c) in failures:
+                log.record_failure(c, failures[(t, c)])
+            elif (t, c) in forged:
+                sent = tensors[f"sent/{t}/{c}"] if forged[(t, c)] else theta
+                log.record_reply(c, sent, tensors[f"returned/{t}/{c}"], forged[(t, c)])
+            else:  # a participant whose exchange was not kept (run_fedavg's record_clients)
+                log.record_reply(c, theta, theta, False, keep=False)
+        log.close_round()
+    if len(meta["participants"]) + 1 == sum(1 for k in tensors if k.startswith("global/")):
+        log.finish(tensors[f"global/{len(meta['participants'])}"])
+    return log

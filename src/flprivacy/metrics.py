@@ -169,8 +169,11 @@ class Quality:
 
     def frame(self) -> pd.DataFrame:
         """One row per ground-truth image."""
-        return pd.DataFrame({"matched_reconstruction": self.index.numpy(), "mse": self.mse.numpy(),
-                             "psnr": self.psnr.numpy(), "ssim": self.ssim.numpy()})
+        def host(v: Tensor):  # noqa: ANN202 - a NumPy array, from any device
+            return v.detach().cpu().numpy()
+
+        return pd.DataFrame({"matched_reconstruction": host(self.index), "mse": host(self.mse),
+                             "psnr": host(self.psnr), "ssim": host(self.ssim)})
 
 
 def quality(reconstructions: Tensor, truth: Tensor, match: bool = True, data_range: float = 1.0) -> Quality:

@@ -48,10 +48,10 @@ from ..threats import GlobalModels
 from ..validation import NonFiniteError, as_tensor, check_finite, check_int, check_positive, check_seed
 
 __all__ = [
-    "Reconstruction", "curious_client_attack", "decode_dummy", "dlg_init", "dummy_latent", "idlg_label",
-    "invert_update", "jacobian_gradient_covariance", "labels_from_counts", "last_layer", "lemma1_prediction",
-    "own_image_score", "replay_update", "restore_label_counts", "super_client_divergence", "total_variation",
-    "update_distance",
+    "LocalTraining", "Reconstruction", "curious_client_attack", "decode_dummy", "dlg_init", "dummy_latent",
+    "idlg_label", "invert_update", "jacobian_gradient_covariance", "labels_from_counts", "last_layer",
+    "lemma1_prediction", "own_image_score", "replay_local", "replay_update", "restore_label_counts",
+    "super_client_divergence", "total_variation", "update_distance",
 ]
 
 Distance = Literal["l2", "cosine"]
@@ -152,7 +152,8 @@ def idlg_label(model: FLModel, update: Tensor) -> int:
 @torch.no_grad()
 def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images: int, *, lr: float,
                          steps: int = 1, probe: Tensor | None = None, generator: torch.Generator | None = None,
-                         image_shape: Sequence[int] | None = None) -> Tensor:
+                         image_shape: Sequence[int] | None = None, local: LocalTraining | None = None,
+                         transform: Callable[[Tensor], Tensor] | None = None) -> Tensor:
     """How many of the ``n_images`` behind an update belong to each class (batch label restoration).
 
     The bias of the last layer has gradient (1/N) Σ_i (p_i - onehot(y_i)), so the update
@@ -165,6 +166,15 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
     trajectory is unknown). This is the count estimator of label-restoration attacks such as
     Geng et al. (2021) and Ma et al. (2023), whose instance-wise method Wilson et al. assume;
     counts are rounded to integers summing to N by largest remainders.
+
+    With ``local`` (:class:`LocalTraining`: momentum, mini-batches) step u's gradient weighs
+    w_u = η Σ_{u' >= u} m^(u'-u) in the update (``lr`` and ``steps`` are then not used), and
+
+        n ≈ N (Σ_u w_u p̄(θ_u) - U_b) / Σ_u w_u,
+
+    which assumes every mini-batch holds the classes in the proportions of the whole local set
+    (exact for full batches). ``transform`` maps probe pixels to the model's input. Noise
+    probes are drawn on the CPU and moved to ``theta``'s device.
 
     Returns:
         integer counts, shape ``(n_classes,)``, summing to ``n_images``.
@@ -180,6 +190,7 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
     _, Ub = last_layer(model, update)
     if probe is not None:
         probe = check_finite("probe", as_tensor("probe", probe, where="restore_label_counts", min_rows=1), "restore_label_counts")
+        probe = probe.to(theta.device)
         try:
             model.forward(theta, probe[:1])
         except ValueError as e:
@@ -188,11 +199,24 @@ def restore_label_counts(model: FLModel, theta: Tensor, update: Tensor, n_images
         if image_shape is None:
             raise ValueError("give probe images or image_shape (to draw uniform-noise probes).")
         probe = torch.rand((64, *image_shape), generator=generator)
+    probe = probe.to(theta.device)
+    if transform is not None:
+        probe = transform(probe)
+    if local is None:
+        weights = [float(lr)] * steps
+    else:
+        if not isinstance(local, LocalTraining):
+            raise TypeError(f"restore_label_counts: local must be a LocalTraining; got {type(local).__name__}.")
+        weights = local.step_weights(n_images)
+    tau = len(weights)
     p_sum = torch.zeros_like(Ub, dtype=torch.float64)
-    for u in range(steps):
-        th = theta - (u / steps) * update
-        p_sum += model.forward(th, probe).softmax(-1).double().mean(0)
-    est = n_images * (p_sum - Ub.double() / lr) / steps
+    for u in range(tau):
+        th = theta - (u / tau) * update
+        p_sum += (weights[u] / lr if local is None else weights[u]) * model.forward(th, probe).softmax(-1).double().mean(0)
+    if local is None:
+        est = n_images * (p_sum - Ub.double() / lr) / steps
+    else:
+        est = n_images * (p_sum - Ub.double()) / sum(weights)
     if not bool(torch.isfinite(est).all()):
         raise NonFiniteError(f"restore_label_counts: the count estimate is non-finite ({est.tolist()}); the model "
                              "gives non-finite probabilities on the probe images (diverged model or non-finite probe).")
@@ -215,6 +239,71 @@ def labels_from_counts(counts: Tensor) -> Tensor:
     if bool((counts < 0).any()):
         raise ValueError(f"labels_from_counts: counts must be >= 0; got {counts.tolist()}.")
     return torch.repeat_interleave(torch.arange(counts.numel()), counts.long())
+
+
+# ---- the client's local training, as the attacker replays it ----------------------------------
+@dataclass(frozen=True)
+class LocalTraining:
+    """What the attacker knows of a client's local training, to replay it.
+
+    ``torch.optim.SGD(lr, momentum)`` (no dampening, no weight decay, the buffer starting at
+    the first gradient) on mini-batches of ``batch_size`` (None: the whole local set) for
+    ``epochs`` passes, or exactly ``steps`` SGD steps when given. This is how Flower's
+    quickstart ClientApps train (SGD with momentum 0.9, batch 32); the default (``momentum=0``,
+    full batch, one epoch) is the plain full-batch gradient descent of Wilson et al. eq. 1.
+
+    What the replay assumes where the client's training is not observable: the dummy images
+    are split into consecutive batches in their own order, every epoch alike. The order of
+    the dummies is the attacker's to choose, so the first epoch is replayed exactly; a client
+    that reshuffles between epochs (a ``DataLoader(shuffle=True)``) groups its images
+    differently in later epochs, which the replay does not know.
+    """
+
+    lr: float
+    momentum: float = 0.0
+    batch_size: int | None = None
+    epochs: int = 1
+    steps: int | None = None
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr, "LocalTraining")
+        if not 0 <= float(self.momentum) < 1:
+            raise ValueError(f"LocalTraining: momentum must be in [0, 1), got {self.momentum!r}.")
+        if self.batch_size is not None:
+            check_int("batch_size", self.batch_size, "LocalTraining", minimum=1)
+        check_int("epochs", self.epochs, "LocalTraining", minimum=1)
+        if self.steps is not None:
+            check_int("steps", self.steps, "LocalTraining", minimum=1)
+
+    def schedule(self, n: int) -> list[slice]:
+        """The rows of each SGD step, for ``n`` local images."""
+        b = n if self.batch_size is None else min(int(self.batch_size), n)
+        epoch = [slice(i, min(i + b, n)) for i in range(0, n, b)]
+        k = self.steps if self.steps is not None else self.epochs * len(epoch)
+        return [epoch[i % len(epoch)] for i in range(k)]
+
+    def step_weights(self, n: int) -> list[float]:
+        """How much each step's gradient weighs in the update θ - θ': lr Σ_{u' >= u} m^(u'-u)."""
+        k = len(self.schedule(n))
+        m = float(self.momentum)
+        return [float(self.lr) * sum(m ** j for j in range(k - u)) for u in range(k)]
+
+
+def replay_local(model: FLModel, theta: Tensor, X: Tensor, y: Tensor, local: LocalTraining,
+                 transform: Callable[[Tensor], Tensor] | None = None) -> Tensor:
+    """θ - θ' for the local training ``local`` on ``(X, y)``, differentiable in ``X``
+    (``transform`` maps the images to the model's input, e.g. the client's normalisation)."""
+    if not isinstance(local, LocalTraining):
+        raise TypeError(f"replay_local: local must be a LocalTraining; got {type(local).__name__}.")
+    Xin = X if transform is None else transform(X)
+    start = theta.detach().requires_grad_(True)
+    th, buf = start, None
+    for rows in local.schedule(X.shape[0]):
+        loss = model.loss(th, Xin[rows], y[rows])
+        (g,) = torch.autograd.grad(loss, th, create_graph=True)
+        buf = g if buf is None else local.momentum * buf + g
+        th = th - local.lr * buf
+    return start - th
 
 
 # ---- the objective ----------------------------------------------------------------------------
@@ -316,6 +405,9 @@ def invert_update(
     seed: int = 0,
     progress: bool = False,
     callback: Callable[[int, Tensor], None] | None = None,
+    local: LocalTraining | None = None,
+    transform: Callable[[Tensor], Tensor] | None = None,
+    device: torch.device | str | None = None,
 ) -> Reconstruction:
     """Reconstruct the images behind a model update by update matching.
 
@@ -347,6 +439,13 @@ def invert_update(
         progress: show a progress bar.
         callback: called as ``callback(iteration, images)`` after each step (e.g. to record
             snapshots).
+        local: the client's local training when it is known (:class:`LocalTraining`: momentum,
+            mini-batches, epochs); replaces ``lr`` and ``steps``, which then keep their
+            defaults. None replays ``steps`` full-batch plain SGD steps of size ``lr``.
+        transform: maps the dummy images (pixels in [0, 1]) to the model's input, e.g. the
+            client's normalisation ``lambda x: (x - mean) / std``; None feeds pixels as they are.
+        device: where the attack runs (default: ``theta``'s device). The dummy is drawn on the
+            CPU from ``seed`` and then moved, so a device gives the same starting point.
     """
     theta, target = model._as_theta(theta), model._as_theta(target, "target")
     check_seed("seed", seed, "invert_update")
@@ -363,23 +462,35 @@ def invert_update(
         raise ValueError(f"need steps >= 1, lr > 0 and iterations >= 1; got steps={steps}, lr={lr}, iterations={iterations}.")
     if optimizer not in ("adam", "lbfgs"):
         raise ValueError(f"optimizer must be 'adam' or 'lbfgs', got {optimizer!r}.")
-    theta = theta.detach()
-    target = target.detach()
+    if local is not None:
+        if not isinstance(local, LocalTraining):
+            raise TypeError(f"invert_update: local must be a LocalTraining; got {type(local).__name__}.")
+        if (lr, steps) != (1.0, 1) or client_sizes is not None:
+            raise ValueError("invert_update: give either local=LocalTraining(...) or lr/steps/client_sizes, not both.")
+    if transform is not None and not callable(transform):
+        raise TypeError(f"invert_update: transform must be callable; got {type(transform).__name__}.")
+    dev = theta.device if device is None else torch.device(device)
+    theta = theta.detach().to(dev)
+    target = target.detach().to(dev)
     gen = make_generator(seed)
-    latent = dummy_latent(n, image_shape, scale_factor, init, gen).to(model.dtype).requires_grad_(True)
+    latent = dummy_latent(n, image_shape, scale_factor, init, gen).to(model.dtype).to(dev).requires_grad_(True)
     params = [latent]
     soft = None
     if labels is None:
         n_classes = last_layer(model, theta)[1].numel()
-        soft = torch.randn(n, n_classes, generator=gen).to(model.dtype).requires_grad_(True)
+        soft = torch.randn(n, n_classes, generator=gen).to(model.dtype).to(dev).requires_grad_(True)
         params.append(soft)
     else:
-        labels = labels.long()
+        labels = labels.long().to(dev)
 
     def objective() -> Tensor:
         X = decode_dummy(latent, image_shape)
         y = labels if soft is None else soft.softmax(-1)
-        pred = replay_update(model, theta, X, y, lr=lr, steps=steps, client_sizes=client_sizes)
+        if local is not None:
+            pred = replay_local(model, theta, X, y, local, transform)
+        else:
+            Xin = X if transform is None else transform(X)
+            pred = replay_update(model, theta, Xin, y, lr=lr, steps=steps, client_sizes=client_sizes)
         loss = update_distance(pred, target, distance)
         if tv > 0:
             loss = loss + tv * total_variation(X)
@@ -436,6 +547,10 @@ def invert_update(
     settings = dict(lr=lr, steps=steps, client_sizes=None if client_sizes is None else list(client_sizes),
                     distance=distance, tv=tv, optimizer=optimizer, attack_lr=attack_lr, iterations=iterations,
                     schedule=schedule, scale_factor=scale_factor, init=init, clamp=clamp, seed=seed)
+    if local is not None:
+        settings["local"] = local
+    if transform is not None:
+        settings["transform"] = transform
     return Reconstruction(images=images, labels=out_labels.detach().clone(), loss=history, seconds=seconds,
                           settings=settings)
 
@@ -462,6 +577,7 @@ def curious_client_attack(
     probe: Tensor | None = None,
     scale_factor: int = 4,
     seed: int = 0,
+    device: torch.device | str | None = None,
     **inversion,
 ) -> Reconstruction:
     """The curious-client attack of Wilson et al. (2025), §3.1.
@@ -486,6 +602,8 @@ def curious_client_attack(
         client_sizes: the App. F *upper bound*: replay these K clients, labels grouped by client.
         scale_factor: dummy resolution divisor, bicubic upsampling (Wilson §4: 4).
         seed: seeds the label restoration (without ``labels``) and the dummy initialisation.
+        device: where the attack runs (default: the observed models' device); random draws
+            stay on the CPU and are moved, so a device starts from the same dummy.
         distance, tv, optimizer, attack_lr, iterations, schedule, progress: passed to
             :func:`invert_update`, with its defaults (Wilson §4: L2, Adam, step 0.1).
     """
@@ -499,6 +617,8 @@ def curious_client_attack(
     eta_g = view.server_lr if server_lr is None else float(server_lr)
     if eta_g <= 0:
         raise ValueError(f"server_lr must be positive, got {server_lr}.")
+    if device is not None:
+        theta_t, theta_next = theta_t.to(device), theta_next.to(device)
     target = (theta_t - theta_next) / eta_g
     N = int(view.n_samples_total if n_images is None else n_images)
     if labels is None:
@@ -508,7 +628,7 @@ def curious_client_attack(
     elif labels.numel() != N:
         raise ValueError(f"{labels.numel()} labels given for N = {N} images; pass n_images or matching labels.")
     rec = invert_update(model, theta_t, target, image_shape=image_shape, labels=labels, lr=local_lr, steps=local_steps,
-                        client_sizes=client_sizes, scale_factor=scale_factor, seed=seed, **inversion)
+                        client_sizes=client_sizes, scale_factor=scale_factor, seed=seed, device=device, **inversion)
     rec.settings.update(round=t, n_images=N, server_lr=eta_g, attack="curious_client")
     return rec
 

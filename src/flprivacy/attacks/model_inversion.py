@@ -267,7 +267,7 @@ def normalized_hsic(x: Tensor, y: Tensor, sigma: float = 5.0, eps: float = 1e-5)
     check_positive("sigma", sigma, "normalized_hsic")
     check_positive("eps", eps, "normalized_hsic")
     m = x.shape[0]
-    H = torch.eye(m, dtype=x.dtype) - torch.full((m, m), 1.0 / m, dtype=x.dtype)
+    H = torch.eye(m, dtype=x.dtype, device=x.device) - torch.full((m, m), 1.0 / m, dtype=x.dtype, device=x.device)
 
     def centred(a: Tensor) -> Tensor:
         a = a.reshape(m, -1)
@@ -304,7 +304,7 @@ class InversionResult:
 def model_inversion_attack(model, theta: Tensor, generator: nn.Module, critic: nn.Module, classes: Sequence[int], *,
                            iterations: int = 1500, lr: float = 0.01, momentum: float = 0.9, identity_weight: float = 100.0,
                            hsic_weight: float = 0.0, sigma: float = 5.0, clip: float = 1.0, restarts: int = 1,
-                           seed: int = 0) -> InversionResult:
+                           seed: int = 0, device: torch.device | str | None = None) -> InversionResult:
     """FedInverse's GMI attack on the global model θ (``hsic_weight`` = 0: "MI"; 0.05: "MI-HSIC").
 
     For each restart, draw z ~ N(0, I) (one row per class in ``classes``) and take ``iterations``
@@ -319,6 +319,9 @@ def model_inversion_attack(model, theta: Tensor, generator: nn.Module, critic: n
         generator, critic: the public-data GAN (:func:`load_gan`).
         classes: the target classes, each an output index of ``model``.
         seed: the restarts draw their z from seeds derived from it (restart r: ``seed`` + r).
+        device: where the attack runs (default: ``theta``'s device); the generator and critic
+            must be there too. Each z is drawn on the CPU and moved, so a device starts from
+            the same latent codes.
     """
     from ..models import FLModel
 
@@ -349,17 +352,23 @@ def model_inversion_attack(model, theta: Tensor, generator: nn.Module, critic: n
         raise ValueError(f"model_inversion_attack: hsic_weight > 0 compares two halves of the batch of {len(cls)} "
                          "classes; give at least 4 classes (2 per half) or hsic_weight=0.")
     z_dim = getattr(generator, "z_dim", Z_DIM)
-    labels = torch.tensor(cls, dtype=torch.long)
-    theta = theta.detach().to(model.dtype)
+    dev = theta.device if device is None else torch.device(device)
+    for name, net in (("generator", generator), ("critic", critic)):
+        p0 = next(net.parameters(), None)
+        if p0 is not None and p0.device.type != dev.type:
+            raise ValueError(f"model_inversion_attack: the {name} is on {p0.device} but the attack runs on {dev}; "
+                             f"move it there ({name}.to({str(dev)!r})).")
+    labels = torch.tensor(cls, dtype=torch.long, device=dev)
+    theta = theta.detach().to(model.dtype).to(dev)
     with torch.no_grad():
-        n_out = model.forward(theta, torch.zeros(1, 1, 28, 28, dtype=model.dtype)).shape[1]
+        n_out = model.forward(theta, torch.zeros(1, 1, 28, 28, dtype=model.dtype, device=dev)).shape[1]
     if max(cls) >= n_out:
         raise ValueError(f"model_inversion_attack: class {max(cls)} is not an output of the model ({n_out} classes).")
     c, half = len(cls), len(cls) // 2
     images, zs, losses = [], [], []
     t0 = time.perf_counter()
     for r in range(restarts):
-        z = torch.randn(c, z_dim, generator=make_generator(seed + r))
+        z = torch.randn(c, z_dim, generator=make_generator(seed + r)).to(dev)
         v = torch.zeros_like(z)
         for _ in range(iterations):
             z.requires_grad_(True)
@@ -385,7 +394,7 @@ def model_inversion_attack(model, theta: Tensor, generator: nn.Module, critic: n
     check_finite("images", X, "model_inversion_attack", "the inversion diverged; lower lr")
     settings = dict(iterations=iterations, lr=lr, momentum=momentum, identity_weight=identity_weight,
                     hsic_weight=hsic_weight, sigma=sigma, clip=clip, restarts=restarts, seed=seed, classes=cls)
-    return InversionResult(X, all_labels, p.argmax(1), p[torch.arange(X.shape[0]), all_labels].float(),
+    return InversionResult(X, all_labels, p.argmax(1), p[torch.arange(X.shape[0], device=dev), all_labels].float(),
                            torch.cat(zs), losses, time.perf_counter() - t0, settings)
 
 
