@@ -102,8 +102,8 @@ PLAN: tuple[Job, ...] = (
     Job("part2_toy_fig2", "part2_toy", (), "Diana Fig. 2 (toy least squares, 5 seeds)"),
     Job("part2_theorem1", "part2_theorem1", (), "Diana Thm. 1 (error vs n_c, B, η)"),
     Job("part2_leaf_table1", "part2_leaf", (), "Xu & Neglia Table 1 (LEAF, 10 runs), the control reading"),
-    Job("part2_leaf_table1_paper_reading", "part2_leaf", ("--reading", "paper", "--seeds", "3"),
-        "Xu & Neglia Table 1 as the paper reads it (one logit, reference labels, the screened draw; 3 of the "
+    Job("part2_leaf_table1_paper_reading", "part2_leaf", ("--reading", "paper"),
+        "Xu & Neglia Table 1 as the paper reads it (one logit, reference labels, the screened draw; the "
         "paper's 10 runs; resumable, one point per seed)", 2),
     Job("part2_adult_fig1", "part2_adult", (), "Xu & Neglia Fig. 1 (Adult)"),
     Job("part2_leaf_table1", "part2_leaf", ("--seeds", "3"), "Xu & Neglia Table 1, argmax labels (chapter's rule "

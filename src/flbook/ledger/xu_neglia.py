@@ -690,7 +690,8 @@ def _reading_text(rec: Mapping[str, Any]) -> str:
         return (f"one logit with the binary cross-entropy (d = 11, the group's code), LEAF's reference labels, one "
                 f"fixed draw (data seed {d['data_seed']}, the closest to the paper's last returned models of "
                 f"{rec_screen_candidates(d)} screened on those alone, with two logits) under every seed, eq. (7) by Adam "
-                f"(§4); {d['seeds']} seeds where the paper has 10")
+                f"(§4); " + (f"{d['seeds']} seeds, as the paper" if d['seeds'] == 10
+                              else f"{d['seeds']} seeds where the paper has 10"))
     return ("two logits (d = 22), the stated argmax labels, a fresh LEAF draw per seed, eq. (7) by Adam")
 
 
