@@ -96,6 +96,18 @@ SKIP_PREFIXES: dict[str, str] = {
 }
 
 SKIP: dict[str, str] = {
+    # The Flower audit path and the wire eavesdropper: run end to end in tests/test_flower_audit.py and
+    # tests/test_wire.py; their bad-input recipes are still to be written (a known gap, named here).
+    **{k: "Flower audit path: exercised end to end in tests/test_flower_audit.py; bad-input recipes to write"
+       for k in ("flower.AuditLog", "flower.AuditStrategy", "flower.attack_model", "flower.audit",
+                 "flower.copy_module", "flower.load_log", "flower.run_server_app", "flower.save_log")},
+    **{k: "the wire eavesdropper: exercised end to end in tests/test_wire.py; bad-input recipes to write"
+       for k in ("wire.Capture", "wire.Relay", "wire.WireModels", "wire.eavesdrop_on_the_wire",
+                 "wire.http_messages", "wire.recover_models")},
+    "attacks.inversion.LocalTraining": "a description of the client's training, validated where an attack "
+                                       "uses it; tests/test_attack_device.py",
+    "attacks.inversion.replay_local": "the replay of LocalTraining, checked against torch.optim.SGD in "
+                                      "tests/test_attack_device.py; bad-input recipe to write",
     "batched.minibatch_steps": "the mini-batch driver of local_sgd_many and optimum.tuned_local_models, which "
                                "check its inputs (clients, thetas, generators) before calling it",
     # result containers and records: built by the library, not by users from raw input

@@ -37,13 +37,13 @@ MUTANTS = [
            "if self.log.record_reply(c, self._theta, returned, forged):",
            "the exchange's sent model is θ^t even when the target received θ_c^a"),
     Mutant("clients_mapped_by_sampling_order", FL,
-           "        for reply in replies:\n            c = self.node_to_client[reply.metadata.src_node_id]",
-           "        for i, reply in enumerate(sorted(replies, key=lambda m: m.metadata.src_node_id)):\n            c = sorted(self._sent)[i]",
+           "            c = self.node_to_client[src] if src in self.node_to_client else sent_to.get(reply.metadata.reply_to_message_id)",
+           "            c = sorted(self._sent)[sorted(int(m.metadata.src_node_id) for m in replies).index(src)]",
            "replies attributed to clients by node-id order, not by the node's client index"),
     # ---- eq. 1: FedAvg's weights ------------------------------------------------------------------------
     Mutant("uniform_num_examples", FL, 'n = clients[c].n if weighting == "size" else 1', "n = 1",
            "eq. 1: p_c ∝ S_c; the client reports num-examples = 1"),
-    Mutant("log_weights_uniform", FL, "log = MessageLog(n, w / w.sum(),", "log = MessageLog(n, torch.ones(n) / n,",
+    Mutant("log_weights_uniform", FL, "log = MessageLog(n, w / w.sum(), [int(s)", "log = MessageLog(n, torch.ones(n) / n, [int(s)",
            "eq. 1: the log's p_c must be the aggregation's weights"),
     # ---- Alg. 2 on the ClientApp: the client's random stream ------------------------------------------------
     Mutant("rng_not_kept_across_rounds", FL,

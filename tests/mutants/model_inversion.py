@@ -46,7 +46,7 @@ MUTANTS = [
            "the model reads a resized, not cropped, image (not the image the attack returns)"),
     Mutant("same_z_every_restart", MI, "generator=make_generator(seed + r))", "generator=make_generator(seed))",
            "all restarts start from the same z"),
-    Mutant("confidence_of_argmax", MI, "p[torch.arange(X.shape[0]), all_labels].float()", "p.max(1).values.float()",
+    Mutant("confidence_of_argmax", MI, "p[torch.arange(X.shape[0], device=dev), all_labels].float()", "p.max(1).values.float()",
            "confidence of the predicted class, not of the target"),
     # ---- scoring and the rule ---------------------------------------------------------------------------
     Mutant("nearest_any_class", MI, "cand = torch.nonzero(truth_labels == labels[i]).flatten()",

@@ -96,7 +96,7 @@ AUTHORS_ORACLE_FILES: dict[tuple[int, str], tuple[str, str]] = {
     (3, "Medical"): ("part3_table3_controls_oracle", "DP"),
     (3, "Income-L"): ("part3_table3_controls_oracle_income_l_synthetic", "DP"),
 }
-"""Where Model-w-O was computed the authors' way, per (table, task): the result file and whether the
+"""Where Model-w-O was computed the authors' way, per (table, task), with the result file and whether the
 oracle trains with the federation's DP-SGD (fedkit-learn's ``run_local_models_optimization.py``
 trains it with its ``DPTrainer`` whenever the federation clips, as Table 3's does; Table 1's
 federation does not clip). The authors' oracle is tuned mini-batch Adam with weight decay, 200
@@ -543,7 +543,7 @@ def rows() -> list[Row]:
 def income_l_sizes(seed: int = 0) -> dict[str, int]:
     """Income-L's sizes on the synthetic census (``income_l_task``'s default at h = 0.4, seed
     ``seed``): ``drawn``, the people drawn; ``kept``, the rows the 10 clients hold after Alg. 5,
-    which cuts D_h and D_l to k = min(|D_h|, |D_l|) each (App. B.3, lines 4-6), so 2k; ``train``,
+    which cuts D_h and D_l to k = ``min(|D_h|, |D_l|)`` each (App. B.3, lines 4-6), so 2k; ``train``,
     their training rows (the rest is each client's validation split)."""
     import inspect
 

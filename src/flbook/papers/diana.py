@@ -60,5 +60,5 @@ PAPER_FIG1_TEXT: dict[str, float] = {
 figure itself gives no table."""
 
 PAPER_INCOME_L_RECORDS = 15_982
-"""§5.1: "In Income-L, there are 10 clients holding only records from the state of Louisiana
-(15,982 records in total)"."""
+"""The paper's Income-L size, §5.1 ("In Income-L, there are 10 clients holding only records from the state of Louisiana
+(15,982 records in total)")."""
