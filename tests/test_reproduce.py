@@ -791,3 +791,22 @@ def test_time_allocators_runs_each_setting_in_its_own_environment(monkeypatch):
     assert res["wall_ratio"] == 3.0 and res["cpu_ratio"] == 2.0 and res["same_numbers"]
     outputs = [1, 2]
     assert not E.time_allocators("awa_bench", [], 1, "out")["same_numbers"]
+
+
+def test_record_status_gives_the_same_answers_with_and_without_its_memo():
+    """record_status memoises what it computes from a file's content (parses, unit digests, the
+    names each unit reaches), across records and across the per-commit folders of the old code:
+    two records of different commits (their files overlap in content) get the same verdicts and
+    reasons as when everything is computed afresh, both the first time and from the memo."""
+    from flbook.experiments import fingerprint as F
+
+    recs = [json.loads(R.result_path(stem, scale).read_text())
+            for stem, scale in (("part2_theorem1", "paper"), ("bench_fedavg", "fixed"))]
+    assert recs[0]["commit"] != recs[1]["commit"]
+    with F.memo_disabled():
+        fresh = [R.record_status(r) for r in recs]
+    F._BY_CONTENT.clear()
+    first = [R.record_status(r) for r in recs]
+    assert F._BY_CONTENT  # the memo was filled
+    again = [R.record_status(r) for r in recs]
+    assert fresh == first == again

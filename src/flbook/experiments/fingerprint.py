@@ -60,7 +60,6 @@ read as changed (stale, never wrongly current).
 from __future__ import annotations
 
 import ast
-import functools
 import hashlib
 import re
 import symtable
@@ -363,12 +362,45 @@ def _mentions(nodes: list[ast.AST]) -> set[str]:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
+_BY_CONTENT: dict[tuple, object] = {}
+"""What is computed from a file's content alone, keyed by what it is (``"parsed"``,
+``"digests"``, ``"references"``, ``"mentions"``), the content's hash (:func:`_sha`) and any
+further argument, not by the file's path: a plan checks dozens of records, many at different
+commits whose files (read from git into a folder per commit) share most of their contents, so
+each content is parsed and analysed once per process. ``tests/test_reproduce.py`` checks that
+every record's answer is the same with this memo and without it (:func:`memo_disabled`)."""
+
+_MEMO_ON = [True]
+
+
+def _by_content(key: tuple, compute):
+    if not _MEMO_ON[0]:
+        return compute()
+    if key not in _BY_CONTENT:
+        _BY_CONTENT[key] = compute()
+    return _BY_CONTENT[key]
+
+
+class memo_disabled:
+    """A context in which every content-keyed result (:data:`_BY_CONTENT`) and every
+    reachability (:func:`reachable_units`) is computed afresh, for comparing answers with and
+    without the memo."""
+
+    def __enter__(self) -> None:
+        _MEMO_ON[0] = False
+
+    def __exit__(self, *exc) -> None:
+        _MEMO_ON[0] = True
+
+
 def _mentions_in(path: str, sha: str, keep: frozenset[str]) -> frozenset[str]:
-    """:func:`_mentions` of the units ``keep`` of a file (of content ``sha``), cached: a plan checks
-    many records that imported the same files."""
-    units = _parsed(path, sha)[0]
-    return frozenset(_mentions([n for u in sorted(keep) for n in units[u]]))
+    """:func:`_mentions` of the units ``keep`` of a file (of content ``sha``), memoised by content:
+    a plan checks many records that imported the same files."""
+    def compute() -> frozenset[str]:
+        units = _parsed(path, sha)[0]
+        return frozenset(_mentions([n for u in sorted(keep) for n in units[u]]))
+
+    return _by_content(("mentions", sha, keep), compute)
 
 
 def parsed_units(text: str | bytes) -> tuple[dict[str, list[ast.AST]], list[str], bool] | None:
@@ -383,18 +415,17 @@ def parsed_units(text: str | bytes) -> tuple[dict[str, list[ast.AST]], list[str]
     return units, order, lazy
 
 
-@functools.lru_cache(maxsize=512)
 def _parsed(path: str, sha: str) -> tuple[dict[str, list[ast.AST]], list[str], bool] | None:
-    """:func:`parsed_units` of a file, cached by content (``sha``), so that checking many records
-    parses each file once."""
-    return parsed_units(Path(path).read_bytes())
+    """:func:`parsed_units` of a file, memoised by content (``sha``, :func:`_sha` of the file at
+    ``path``), so that checking many records parses each content once."""
+    return _by_content(("parsed", sha), lambda: parsed_units(Path(path).read_bytes()))
 
 
-@functools.lru_cache(maxsize=512)
 def _unit_digests(path: str, sha: str) -> dict[str, str]:
-    """Every unit's digest (:func:`_digest`) of a file of content ``sha``; cached, so that checking
-    many records that imported the same file digests it once."""
-    return {name: _digest(nodes) for name, nodes in _parsed(path, sha)[0].items()}
+    """Every unit's digest (:func:`_digest`) of a file of content ``sha``; memoised by content, so
+    that checking many records that imported the same file digests it once."""
+    return _by_content(("digests", sha),
+                       lambda: {name: _digest(nodes) for name, nodes in _parsed(path, sha)[0].items()})
 
 
 def _sha(path: Path) -> str:
@@ -587,13 +618,17 @@ def _is_main_guard(node: ast.AST) -> bool:
             and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__")
 
 
-@functools.lru_cache(maxsize=512)
 def _references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
                                                          frozenset[str] | None, bool]]:
     """Per unit of a file (of content ``sha``): the global and builtin names its code looks up, the
     names it may reach another file's unit by (:func:`_names_not_strings`), the identifiers in its
     strings, the names its dynamic look-ups use (None: computed) and whether it lists a namespace;
-    cached by content, since a plan checks many records that imported the same files."""
+    memoised by content, since a plan checks many records that imported the same files."""
+    return _by_content(("references", sha), lambda: _compute_references(path, sha))
+
+
+def _compute_references(path: str, sha: str) -> dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
+                                                                 frozenset[str] | None, bool]]:
     out = {}
     units = dict(_parsed(path, sha)[0])
     if MODULE in units:  # ``if __name__ == "__main__":`` runs only in the command's own module
