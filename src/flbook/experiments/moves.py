@@ -439,6 +439,7 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
     ``renames``? The rule is in the module docstring."""
     old, new = OldTree(commit, repo), NewTree(new_root)
     files: dict[str, tuple[dict[str, list[ast.AST]], bool]] = {}
+    content: dict[str, str] = {}  # each file's content hash: what its units' global names depend on
     tmp = _old_root(commit)
     for rel, sha in sources.items():
         found = old.file(module_of(rel))
@@ -450,6 +451,7 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
         if info is None:
             return False, f"{rel} at commit {commit[:12]} does not parse"
         files[rel] = (info[0], info[2])
+        content[rel] = hashlib.sha256(found[1]).hexdigest()
         if not (tmp / rel).is_file():
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / rel).write_bytes(found[1])
@@ -510,7 +512,7 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             checked.add((home, home_name))
             new_module = home
         # every global the unit looks up resolves to the image of what it resolved to in the run
-        names = _memo(("globals", commit, dotted, unit), lambda: _global_names(nodes))
+        names = _memo(("globals", content[rel], unit), lambda: _global_names(nodes))
         for g in sorted(names):
             if g == unit:
                 continue
