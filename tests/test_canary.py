@@ -188,3 +188,36 @@ def test_a_verified_point_is_reused_by_a_resumed_run(files):
     rec["verifications"][-1]["source_units"] = _edit_unit(rec["verifications"][-1]["source_units"], OWN, "run_one")
     point_path.write_text(json.dumps(rec))
     assert P.load_point(point_path, pt, "quick") is None
+
+
+def test_the_canary_follows_moves_a_moved_file_is_not_removed(computed, monkeypatch):
+    """A record of a run under the old module names (flprivacy/experiments/...), all moved since
+    by the rename map: judged where the code lives now, nothing is uncovered; file by file
+    (without git's copy of the run's code), every moved file would read as removed."""
+    from pathlib import Path
+
+    from flbook.experiments.moves import known_commit
+
+    _, fresh = computed
+    record = json.loads((Path(C._src_root()).parent / "book/results/part2_toy_fig2.json").read_text())
+    if not known_commit(str(record.get("commit"))):
+        pytest.skip("the record's commit is not in this clone's history (a shallow clone)")
+    assert any(rel.startswith("flprivacy/experiments/") for rel in record["sources"])
+    entries = [[OWN, "run_one"]]
+    assert C.uncovered(record, fresh["sources"], fresh["source_units"], entries, "part2_toy") == []
+    monkeypatch.setattr(C, "_uncovered_modulo_moves", lambda *a: None)  # as without the run's code
+    by_path = C.uncovered(record, fresh["sources"], fresh["source_units"], entries, "part2_toy")
+    assert any(w.endswith("(removed)") and w.startswith("flprivacy/experiments/") for w in by_path)
+
+
+def test_a_difference_modulo_moves_is_covered_only_where_the_canary_reaches(computed, monkeypatch):
+    from flbook.experiments import moves
+
+    _, fresh = computed
+    record = {"command": "python -m flbook.experiments.part2_toy", "commit": "abc", "sources": {OWN: "0" * 16}}
+    found = [(("flprivacy.federation", "run_fedavg"), "run_fedavg changed"),  # part2_toy.run_one runs FedAvg
+             (("flbook.experiments.part2_toy", "main"), "main changed"),  # the command's main: not the canary's
+             (None, "a module runs something new at import")]  # carried by no unit: never covered
+    monkeypatch.setattr(moves, "moved_differences", lambda *a: found)
+    missed = C._uncovered_modulo_moves(record, fresh["source_units"], [[OWN, "run_one"]], "part2_toy")
+    assert missed == [f"{OWN}:main (main changed)", "a module runs something new at import"]

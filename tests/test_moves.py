@@ -191,3 +191,28 @@ def test_a_function_called_as_a_module_attribute_may_move_with_the_map(repo):
     assert ok, why  # helpers.scale in the run is maths.scale now
     _write(repo, "flprivacy/exp/cmd.py", text.decode().replace("helpers.scale(x)", "helpers.unused(x)"))
     assert not _check(run, renames)[0]  # another function of the same module
+
+
+def test_differences_lists_every_changed_unit_at_its_new_home(repo):
+    from flbook.experiments.moves import differences
+
+    path, commit, sources = repo  # helpers moved to maths (a module rename), scale's body changed, TABLE changed
+    _write(repo, "flprivacy/exp/maths.py", HELPERS.replace("RATE * math.sqrt(x)", "RATE * math.sqrt(x) * 2")
+           .replace('"b": (0.0, 0.5)', '"b": (0.0, 0.6)'))
+    _remove(repo, "flprivacy/exp/helpers.py")
+    _write(repo, "flprivacy/exp/cmd.py", COMMAND.replace("from .helpers import", "from .maths import"))
+    renames = Renames(modules={"flprivacy.exp.helpers": "flprivacy.exp.maths"})
+    found = list(differences(sources, commit, ENTRY, renames, path, path / "src"))
+    assert sorted(w for w, _ in found) == [("flprivacy.exp.maths", "TABLE"), ("flprivacy.exp.maths", "scale")]
+    assert not _check(repo, renames)[0]  # check_moved stops at the first of them
+    _write(repo, "flprivacy/exp/maths.py", HELPERS)  # only the move left
+    assert list(differences(sources, commit, ENTRY, renames, path, path / "src")) == []
+
+
+def test_a_provenance_only_unit_may_be_named_by_its_old_or_its_new_module():
+    r = Renames(modules={"flprivacy.experiments": "flbook.experiments"},
+                provenance_only=frozenset({"flbook.experiments.fingerprint:*", "flprivacy.experiments.points:load_point"}))
+    assert r.exempt("flprivacy.experiments.fingerprint", "_parsed")  # a run recorded under the old name
+    assert r.exempt("flbook.experiments.fingerprint", "_parsed")
+    assert r.exempt("flbook.experiments.points", "load_point") and r.exempt("flprivacy.experiments.points", "load_point")
+    assert not r.exempt("flbook.experiments.points", "run_points")

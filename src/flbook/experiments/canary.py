@@ -311,6 +311,9 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
     from .fingerprint import MAIN_GUARD, _parsed, _sha, _unit_digests, decode_units, reachable_units
 
     root = _src_root()
+    moved = _uncovered_modulo_moves(record, units, entries, module)
+    if moved is not None:
+        return moved
     rec_sources = dict(record.get("sources") or {})
     rec_units = dict(record.get("source_units") or {}) if isinstance(record.get("source_units"), dict) else {}
     out: list[str] = []
@@ -356,6 +359,70 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
             if (digests.get(name) != digest and name != "__all__" and (run_reach is None or (rel, name) in run_reach)
                     and reach is not None and (rel, name) not in reach):
                 out.append(f"{rel}:{name}")
+    return out
+
+
+def _run_entries(record: dict[str, Any], module: str | None) -> tuple[list[tuple[str, str]], tuple[str, str] | None] | None:
+    """The entries of a record's run *as the run named them* (its command's own file and
+    ``__main__`` block, or its point's function), with the own file's ``(path, hash)`` where the
+    record does not list it; None when they cannot be known."""
+    import re
+
+    from .fingerprint import MAIN_GUARD
+    from .moves import module_at_commit
+
+    if module is None:
+        fn = str(record.get("fn") or "")
+        if ":" not in fn:
+            return None
+        dotted, _, name = fn.partition(":")
+        own = dotted.replace(".", "/")
+        sources = record.get("sources") or {}
+        return [(f"{own}/__init__.py" if f"{own}/__init__.py" in sources else f"{own}.py", name)], None
+    m = re.search(r"-m ((?:flprivacy|flbook)\.experiments)\.(\w+)", str(record.get("command") or ""))
+    if m is None:
+        return None
+    own = f"{m.group(1).replace('.', '/')}/{m.group(2)}.py"
+    if own in (record.get("sources") or {}):
+        return [(own, MAIN_GUARD)], None
+    at = module_at_commit(str(record.get("commit") or ""), own)
+    return None if at is None else ([(own, MAIN_GUARD)], (own, at[0]))
+
+
+def _uncovered_modulo_moves(record: dict[str, Any], units: dict[str, str], entries: list[list[str]],
+                            module: str | None) -> list[str] | None:
+    """:func:`uncovered` by the rule of :mod:`.moves`: every difference between the run's code
+    (at its commit, from its entries as it named them) and today's code modulo the rename map,
+    less those at a unit the canary's process reaches today. A moved file is therefore judged
+    where it lives now, not counted as removed. None when git cannot give the run's code (the
+    caller then compares file by file)."""
+    from .fingerprint import _parsed, _sha, reachable_units
+    from .moves import moved_differences
+
+    run = _run_entries(record, module)
+    if run is None:
+        return None
+    found = moved_differences(record, run[0], run[1])
+    if found is None:
+        return None
+    root = _src_root()
+    files = {}
+    for rel in units:
+        if rel == "flbook/experiments/points.py":
+            continue  # as in uncovered: the runner's look-up by a computed name would reach everything
+        info = _parsed(str(root / rel), _sha(root / rel)) if (root / rel).is_file() else None
+        if info is not None:
+            files[rel] = (info[0], info[2])
+    reach = reachable_units(files, [tuple(e) for e in entries], root)
+    out = []
+    for where, why in found:
+        if where is None:
+            out.append(why)
+            continue
+        own = where[0].replace(".", "/")
+        rel = f"{own}/__init__.py" if (root / own).is_dir() else f"{own}.py"
+        if reach is not None and (rel, where[1]) not in reach:
+            out.append(f"{rel}:{where[1]} ({why})")
     return out
 
 
@@ -448,7 +515,10 @@ def reverified(record: dict[str, Any], why: str) -> tuple[bool, str]:
     same, changed = check_sources(last["sources"], units, _src_root(),
                                   [tuple(e) for e in last["entries"]] if units is not None else None)
     if not same:
-        return False, f"{why} (its re-verification of {str(last.get('date'))[:10]} is stale too: {changed})"
+        from .moves import moved_status
+
+        if not moved_status(last, [tuple(e) for e in last["entries"]])[0]:  # moved since, it stays current
+            return False, f"{why} (its re-verification of {str(last.get('date'))[:10]} is stale too: {changed})"
     tol = last.get("tolerance") or {}
     return True, (f"current (re-verified {str(last.get('date'))[:10]} by {last.get('canary')}: max rel. dev. "
                   f"{last.get('max_rel_deviation', 0):.1g}, max abs. dev. {last.get('max_abs_deviation', 0):.1g}, "

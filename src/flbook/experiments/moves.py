@@ -51,7 +51,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,8 +86,11 @@ class Renames:
                 tuple(sorted(self.provenance_only)))
 
     def exempt(self, dotted: str, name: str) -> bool:
-        """Is this old unit one that only computes a record's provenance (not compared)?"""
-        return f"{dotted}:{name}" in self.provenance_only or f"{dotted}:*" in self.provenance_only
+        """Is this old unit one that only computes a record's provenance (not compared)? Named by
+        its old module or by the module's new name."""
+        here = self.module(dotted)
+        return any(self.module(m) == here and u in (name, "*")
+                   for m, _, u in (entry.partition(":") for entry in self.provenance_only))
 
     def rename_text(self, text: str) -> str:
         """A string of the old code with the old module names in it renamed (``"pkg.mod:fn"``,
@@ -436,7 +439,21 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
                 repo: str | Path, new_root: str | Path) -> tuple[bool, str]:
     """``(current, why)``: is the code a run executed (its record's ``sources`` at ``commit``, run
     from ``entries``, ``(file, unit)`` of the old code) the code under ``new_root`` modulo
-    ``renames``? The rule is in the module docstring."""
+    ``renames``? The rule is in the module docstring; ``why`` is the first difference found."""
+    for _, why in differences(sources, commit, entries, renames, repo, new_root):
+        return False, why
+    return True, ""
+
+
+def differences(sources: Mapping[str, str], commit: str, entries: Iterable[tuple[str, str]], renames: Renames,
+                repo: str | Path, new_root: str | Path) -> Iterator[tuple[tuple[str, str] | None, str]]:
+    """Every difference :func:`check_moved`'s rule finds between the code a run executed and the
+    code under ``new_root`` modulo ``renames``, lazily, as ``(where, why)``: ``where`` is the
+    ``(module, unit)`` *now* whose code differs from the image of what the run could reach (a
+    changed, removed or re-bound unit, or one whose global names resolve elsewhere), or None for a
+    difference no unit carries (the run's code unavailable, something new run at import). A canary
+    that reaches every ``where`` and agrees speaks for all of them
+    (:func:`flbook.experiments.canary.uncovered`); a None is never covered."""
     old, new = OldTree(commit, repo), NewTree(new_root)
     files: dict[str, tuple[dict[str, list[ast.AST]], bool]] = {}
     content: dict[str, str] = {}  # each file's content hash: what its units' global names depend on
@@ -444,12 +461,15 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
     for rel, sha in sources.items():
         found = old.file(module_of(rel))
         if found is None or found[0] != rel:
-            return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not in git (a shallow clone?)"
+            yield None, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not in git (a shallow clone?)"
+            return
         if hashlib.sha256(found[1]).hexdigest()[:len(sha)] != sha:
-            return False, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not the file the run recorded"
+            yield None, f"{UNAVAILABLE}: {rel} at commit {commit[:12]} is not the file the run recorded"
+            return
         info = old.units(module_of(rel))
         if info is None:
-            return False, f"{rel} at commit {commit[:12]} does not parse"
+            yield None, f"{rel} at commit {commit[:12]} does not parse"
+            return
         files[rel] = (info[0], info[2])
         content[rel] = hashlib.sha256(found[1]).hexdigest()
         if not (tmp / rel).is_file():
@@ -475,15 +495,16 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             new_module = renames.module(dotted)
             new_info = new.units(new_module)
             if new_info is None:
-                return False, f"{where}: its module {new_module} is gone, and the run ran it at import"
+                yield (new_module, unit), f"{where}: its module {new_module} is gone, and the run ran it at import"
+                continue
             before = _memo(("old", renames.key(), commit, new.stamp, dotted, unit),
                            lambda: canonical_digest(_module_nodes(units, unit), old, dotted, to_new, renames.rename_text))
             after = _memo(("new", new.stamp, new_module, unit),
                           lambda: canonical_digest(_module_nodes(new_info[0], unit), new, new_module))
             if before != after:
-                return False, f"{where} changed since the run (now in {new_module}), and the run ran it"
+                yield (new_module, unit), f"{where} changed since the run (now in {new_module}), and the run ran it"
             checked.add((new_module, unit))
-            nodes = _module_nodes(units, unit)
+            nodes, here = _module_nodes(units, unit), unit
         elif unit not in units:
             continue
         else:
@@ -494,10 +515,13 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             if new_terminal.startswith("missing:") and old_terminal != f"def:{dotted}:{unit}":
                 continue  # an import no longer here: the code that used it is judged by what its names resolve to
             if new_terminal.startswith("missing:"):
-                return False, f"{where} removed since the run ({new_module}:{new_name} is missing), and the run can reach it"
+                yield (new_module, new_name), (f"{where} removed since the run ({new_module}:{new_name} is missing), "
+                                               "and the run can reach it")
+                continue
             if to_new(old_terminal) != new_terminal and not same_literal(old, old_terminal, new, new_terminal):
-                return False, (f"{where} resolved to {old_terminal} in the run, and {new_module}:{new_name} now "
-                               f"resolves to {new_terminal}")
+                yield (new_module, new_name), (f"{where} resolved to {old_terminal} in the run, and "
+                                               f"{new_module}:{new_name} now resolves to {new_terminal}")
+                continue
             checked.add((new_module, new_name))
             if old_terminal != f"def:{dotted}:{unit}":
                 continue  # an import: its definition is judged where it is defined (it is reachable too)
@@ -508,9 +532,9 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             after = _memo(("new", new.stamp, home, home_name),
                           lambda: canonical_digest(new_units[home_name], new, home))
             if before != after and not same_literal(old, old_terminal, new, new_terminal):
-                return False, f"{where} changed since the run (now {home}:{home_name}), and the run can reach it"
+                yield (home, home_name), f"{where} changed since the run (now {home}:{home_name}), and the run can reach it"
             checked.add((home, home_name))
-            new_module = home
+            new_module, here = home, home_name
         # every global the unit looks up resolves to the image of what it resolved to in the run
         names = _memo(("globals", content[rel], unit), lambda: _global_names(nodes))
         for g in sorted(names):
@@ -523,8 +547,10 @@ def check_moved(sources: Mapping[str, str], commit: str, entries: Iterable[tuple
             now_units = new.units(new_module)[0]  # type: ignore[index]
             after = resolve(new, new_module, g) if g in now_units else "builtin"
             if before != after and not same_literal(old, old_g, new, after):
-                return False, f"{where} looks up {g!r}: {before} in the run, {after} now"
-    return _nothing_new_at_import(files, reach, checked, renames, old, new)
+                yield (new_module, here), f"{where} looks up {g!r}: {before} in the run, {after} now"
+    same, why = _nothing_new_at_import(files, reach, checked, renames, old, new)
+    if not same:
+        yield None, why
 
 
 def _nothing_new_at_import(files, reach, checked, renames: Renames, old: Tree, new: NewTree) -> tuple[bool, str]:
@@ -606,3 +632,21 @@ def moved_status(record: Mapping, entries: list[tuple[str, str]], own: tuple[str
     root = project_root()
     current, why = check_moved(sources, commit, entries, renames(), root, Path(__file__).resolve().parents[2])
     return current, "" if why.startswith(UNAVAILABLE) else why
+
+
+def moved_differences(record: Mapping, entries: list[tuple[str, str]], own: tuple[str, str] | None = None
+                      ) -> list[tuple[tuple[str, str] | None, str]] | None:
+    """All of :func:`differences` for a result or point record (as :func:`moved_status` reads it),
+    or None when git cannot give the run's code."""
+    from flprivacy.config import project_root
+
+    commit = str(record.get("commit") or "")
+    if not known_commit(commit):
+        return None
+    sources = dict(record.get("sources") or {})
+    if own is not None:
+        sources[own[0]] = own[1]
+    found = list(differences(sources, commit, entries, renames(), project_root(), Path(__file__).resolve().parents[2]))
+    if any(where is None and why.startswith(UNAVAILABLE) for where, why in found):
+        return None
+    return found
