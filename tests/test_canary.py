@@ -221,3 +221,24 @@ def test_a_difference_modulo_moves_is_covered_only_where_the_canary_reaches(comp
     monkeypatch.setattr(moves, "moved_differences", lambda *a: found)
     missed = C._uncovered_modulo_moves(record, fresh["source_units"], [[OWN, "run_one"]], "part2_toy")
     assert missed == [f"{OWN}:main (main changed)", "a module runs something new at import"]
+
+
+def test_a_whole_command_canary_reruns_the_command_and_ignores_only_timings(monkeypatch):
+    """Theorem 1's sweeps at quick scale (a few seconds): the command's __main__ run again with
+    the recorded arguments, its result caught (nothing written), compared without timings."""
+    from flbook.experiments.fingerprint import MAIN_GUARD
+    from flprivacy.config import SCALE_ENV
+
+    monkeypatch.setenv(SCALE_ENV, "quick")
+    run = C._whole_command("part2_theorem1")
+    record = {"name": "part2_theorem1", "command": "python -m flprivacy.experiments.part2_theorem1", "data": {}}
+    fresh, _ = run(record)  # recorded under the package's old name: the command as named now runs
+    assert fresh["records"] and not C.compare(fresh, {}).agrees
+    timed = {**copy.deepcopy(fresh), "wall_seconds": 12.5, "seconds": {"total": 3.0}}
+    again, recorded = run({**record, "data": timed})
+    assert C.compare(again, recorded).agrees and "wall_seconds" not in recorded  # deterministic, timings aside
+    recorded["records"][0] = {**recorded["records"][0], **{k: v * (1 + 1e-3) for k, v in recorded["records"][0].items()
+                                                          if type(v) is float and v != 0}}
+    assert not C.compare(again, recorded).agrees
+    t = C.target("unused.json", {"command": "python -m flbook.experiments.part2_theorem1", "data": {}})
+    assert t is not None and ["flbook/experiments/part2_theorem1.py", MAIN_GUARD] in t.entries

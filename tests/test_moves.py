@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from flbook.experiments.fingerprint import MAIN_GUARD
-from flbook.experiments.moves import Renames, check_moved, rename_command, rename_function
+from flbook.experiments.moves import (
+    Renames,
+    check_moved,
+    rename_command,
+    rename_function,
+)
 
 HELPERS = '''"""Helpers."""
 import math

@@ -166,12 +166,85 @@ def _part2_toy_fig2(record: dict[str, Any]) -> tuple[Any, Any]:
     return json.loads(json.dumps(run_one(*config))), recorded
 
 
+TIMING_KEYS = frozenset({"seconds", "wall_seconds", "cpu_seconds", "wall_seconds_since_start", "seconds_per_iteration",
+                         "seconds_per_iteration_min", "seconds_per_iteration_max", "threads", "workers"})
+"""Keys of a result's data that record what a run cost or how it was spread over processes, not
+what it computed: left out of a whole-command canary's comparison (any key ending in
+``_seconds`` too)."""
+
+
+def _computed(data: Any) -> Any:
+    """``data`` without its :data:`TIMING_KEYS` (at any depth)."""
+    if isinstance(data, dict):
+        return {k: _computed(v) for k, v in data.items() if k not in TIMING_KEYS and not k.endswith("_seconds")}
+    if isinstance(data, list):
+        return [_computed(v) for v in data]
+    return data
+
+
+def _whole_command(module: str) -> Callable[[dict[str, Any]], tuple[Any, Any]]:
+    """A canary that runs the record's command again, whole, in the canary's process (its
+    ``__main__`` block, with the recorded arguments), catching what it saves under the record's
+    name instead of writing it, and compares everything but timings (:data:`TIMING_KEYS`)."""
+
+    def run(record: dict[str, Any]) -> tuple[Any, Any]:
+        import importlib
+        import runpy
+
+        from .moves import rename_command, renames
+
+        package = __package__ or "flbook.experiments"
+        commands = importlib.import_module(package)  # where every command takes save_result from
+
+        words = shlex.split(rename_command(str(record.get("command") or ""), renames()))
+        args = words[words.index(f"{package}.{module}") + 1:]
+        caught: dict[str, Any] = {}
+        real = commands.save_result
+
+        def catch(name: str, data: Any, *, seeds: Any, scale_: str | None = None) -> Path:
+            caught[name] = json.loads(json.dumps(data))
+            return Path(os.devnull)
+
+        commands.save_result = catch
+        argv = sys.argv
+        try:
+            sys.argv = [f"{package}.{module}", *args]
+            sys.modules.pop(f"{package}.{module}", None)  # run as __main__ from its file, not an earlier import
+            runpy.run_module(f"{package}.{module}", run_name="__main__", alter_sys=True)
+        finally:
+            commands.save_result, sys.argv = real, argv
+        importlib.import_module(f"{package}.{module}")  # its file among the canary's recorded sources
+        if record.get("name") not in caught:
+            raise RuntimeError(f"canary: {package}.{module} {' '.join(args)} saved no result named {record.get('name')!r} "
+                               f"(it saved {sorted(caught)})")
+        return _computed(caught[record["name"]]), _computed(record["data"])
+
+    return run
+
+
+WHOLE_COMMANDS: dict[str, str] = {
+    "part2_theorem1": "its records, all seeds (seconds)",
+    "wilson_rog": "the ROG cases and the ablation check (about 90 s of CPU)",
+    "wilson_fedinverse": "every case, GAN trained again (about 250 s of CPU at paper scale)",
+    "part4_architectures": "the named models' points at the recorded iterations (30-600 s of CPU)",
+    "awa_table3": "Table III's runs at the recorded scale (about 65 s of CPU at quick scale)",
+    "diffusion_ablation": "every case and weight (about 650 s of CPU at paper scale)",
+    "diffusion_diagnostics": "the prior and attack diagnostics (about 770 s of CPU at paper scale)",
+    "part4_factors": "every factor case (about 1,100 s of wall time on 2 workers at paper scale)",
+}
+"""Commands whose canary is the whole command run again (:func:`_whole_command`): each one
+computes every number of its file afresh when run as recorded (none reads its own earlier
+output unless told to ``--resume``, and none keeps state such as an Optuna study between runs),
+so re-running it is a complete re-verification; the value says what it recomputes and its cost."""
+
+
 CANARIES: dict[str, Canary] = {
     "part2_toy": Canary("part2_toy.run_one of the file's first configuration (seed 0, B=64, lr=0.01, per-client: "
                         "300 FedAvg rounds, Alg. 3 and the AIA on both clients)", _part2_toy_fig2,
                         Tolerance(1e-6, 1e-5, "float64 throughout, so 1e-5 is loose for rounding: a least-squares "
                                   "reconstruction at cond(Θ_out) ~ 1e5 can amplify a 1e-16 change 1e5-fold "
                                   "(1e-11); an AIA accuracy moving by one of 1024 samples (1e-3) fails")),
+    **{module: Canary(f"the whole command re-run: {what}", _whole_command(module)) for module, what in WHOLE_COMMANDS.items()},
 }
 """Registered canaries, keyed by the command's module under ``flbook.experiments``."""
 
@@ -261,7 +334,10 @@ def target(record_path: str | Path, record: dict[str, Any] | None = None) -> Tar
     module = _module_of(record)
     if module in CANARIES:
         fn = "flbook.experiments.canary:run_registered"
-        return Target(CANARIES[module].describe, fn, [module, str(record_path.resolve())], [_entry_of(fn)],
+        from .fingerprint import MAIN_GUARD
+
+        whole = [[f"flbook/experiments/{module}.py", MAIN_GUARD]] if module in WHOLE_COMMANDS else []
+        return Target(CANARIES[module].describe, fn, [module, str(record_path.resolve())], [_entry_of(fn), *whole],
                       CANARIES[module].tolerance)
     return None
 
@@ -308,7 +384,14 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
     command module (its ``__main__`` block is the run's entry, and its file is read at the record's
     commit when the record does not list it); without it the record is a point's, whose ``fn`` is
     the entry. A file changed without recorded units, or removed, counts as uncovered."""
-    from .fingerprint import MAIN_GUARD, _parsed, _sha, _unit_digests, decode_units, reachable_units
+    from .fingerprint import (
+        MAIN_GUARD,
+        _parsed,
+        _sha,
+        _unit_digests,
+        decode_units,
+        reachable_units,
+    )
 
     root = _src_root()
     moved = _uncovered_modulo_moves(record, units, entries, module)

@@ -55,7 +55,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .fingerprint import MAIN_GUARD, MODULE, _global_names, _inert, _is_main_guard, parsed_units, reachable_units
+from .fingerprint import (
+    MAIN_GUARD,
+    MODULE,
+    _global_names,
+    _inert,
+    _is_main_guard,
+    parsed_units,
+    reachable_units,
+)
 
 UNAVAILABLE = "the run's code is not available"
 """How :func:`check_moved`'s reason starts when git cannot give back the code a run recorded."""
