@@ -242,3 +242,12 @@ def test_a_whole_command_canary_reruns_the_command_and_ignores_only_timings(monk
     assert not C.compare(again, recorded).agrees
     t = C.target("unused.json", {"command": "python -m flbook.experiments.part2_theorem1", "data": {}})
     assert t is not None and ["flbook/experiments/part2_theorem1.py", MAIN_GUARD] in t.entries
+
+
+def test_a_rounded_file_may_move_by_one_unit_in_its_last_place_and_no_more():
+    t = C.ROUNDED_TOLERANCE
+    assert C.compare({"ssim": 0.5525}, {"ssim": 0.5524}, t).agrees  # 0.55244999 vs 0.55245001, rounded
+    assert not C.compare({"ssim": 0.5526}, {"ssim": 0.5524}, t).agrees
+    assert not C.compare({"n": 3}, {"n": 4}, t).agrees
+    assert C.compare({"ssim": 0.5525, "wall_seconds": 3.0}, {"ssim": 0.5525, "wall_seconds": 9.0}).differing == 1
+    assert all(C.CANARIES[m].tolerance is t for m in C.ROUNDED)
