@@ -216,11 +216,11 @@ def grad_deviation_reason(rec: dict[str, Any], key: str) -> str:
     patience = st.get("grad_patience")
     stop = (f"stopped early (patience {patience})" if patience is not None else
             f"ran all {st.get('grad_iterations', 100)} iterations")
-    pick = ", its configuration chosen by the cosine at the final argmax attributes" if key.endswith("/Grad") else ""
+    pick = "; Grad's configuration chosen by the cosine at the final argmax attributes" if key.endswith("/Grad") else ""
     where = ", ".join(f"Table {t} {task}" for t, task in AUTHORS_GRAD_FILES)
-    return (f"our reading of Grad: each configuration {stop}{pick}, where the authors' code (fedkit-learn "
-            f"run_gb_aia.py) runs all iterations and scores the last Gumbel sample's cosine; both readings run on "
-            f"{where}")
+    return (f"our reading of the gradient-based attack: each configuration {stop}{pick}, where the authors' code "
+            f"(fedkit-learn run_gb_aia.py) runs all iterations"
+            + (" and scores the cosine at the last Gumbel sample" if pick else "") + f"; both readings run on {where}")
 
 
 def _authors_grad_row(t: int, task: str, key: str, rid: str, claim: str, pm: float, psd: float,
