@@ -339,3 +339,83 @@ def test_every_row_of_this_part_counts_on_the_committed_files():
     for r in rows:
         e = R.judge(r, D.count_row(r))
         assert (e.data == "synthetic stand-in") <= bool(e.stand_in), e.result_id
+
+
+# ---- Grad and Grad-w-O read the authors' way (part3_table3_controls --grad-authors) ------------------------------
+
+
+def _grad_authors(per_seed: list[dict[str, float]], seeds=(0, 1, 2), task: str = "Medical") -> dict:
+    """A ``--grad-authors`` record: per seed, the rows of :func:`grad_authors_seed` (the argmax cells,
+    Grad-w-O and the authors' statistic's Grad cells)."""
+    return _rec(D.AUTHORS_GRAD_FILES[(3, "Medical")],
+                {"task": task, "settings": {"grad_patience": None, "grad_iterations": 100,
+                                            "grad_relaxation": "input", "grad_sampler": "sigmoid"},
+                 "per_seed": [{"seed": q, "rows": r} for q, r in zip(seeds, per_seed)]}, seeds=seeds)
+
+
+def _grad_rows(grad: float, authors: float, wo: float) -> dict[str, float]:
+    return {k: v for g in ("passive", "active-10", "active-50")
+            for k, v in ((f"{g}/Grad", grad), (f"{g}/Grad (authors' statistic)", authors), (f"{g}/Grad-w-O", wo))}
+
+
+def test_the_authors_grad_file_is_the_commands():
+    from flbook.experiments import part3_table3_controls
+
+    assert D.AUTHORS_GRAD_FILES == {(3, "Medical"): part3_table3_controls.GRAD_AUTHORS_NAME}
+
+
+def test_table3_medical_grad_is_read_the_authors_way_with_ours_as_control(monkeypatch):
+    p3 = D.PAPER_TABLE3["Medical"]   # passive/Grad 63.51 ± 6.63, Grad-w-O 91.09 ± 0.08 (3 points)
+    table = _seeded(p3, {"passive/Grad": [50.0, 50.0, 50.0], "passive/Grad-w-O": [80.0, 80.0, 80.0]})
+    table["settings"]["grad_patience"] = 10
+    authors = _grad_authors([_grad_rows(55.0, 63.0 + i, 90.0) for i in (-1, 0, 1)])
+    _serve(monkeypatch, {"part3_table3_medical": _rec("part3_table3_medical", table),
+                         D.AUTHORS_GRAD_FILES[(3, "Medical")]: authors})
+    rows = _by_id(D._table_rows())
+    got = rows["Diana Table 3 Medical passive/Grad"]
+    # the verdict is the authors' reading's (63.00, within the paper's spread), the control's (50.00) named
+    assert got.status == "reproduced" and got.ours.startswith("63.00 ± 1.00 (3 seeds, the authors' reading")
+    assert "ours 50.00 ± 0.00" in got.ours and "not reproduced" in got.reason and "patience 10" in got.reason
+    assert "all iterations with our argmax cosine 55.00" in got.reason and "cos_dis = all_cos_dis[-1]" in got.reason
+    assert got.file == D.AUTHORS_GRAD_FILES[(3, "Medical")] + ".json"
+    wo = rows["Diana Table 3 Medical passive/Grad-w-O"]
+    assert wo.status == "reproduced" and wo.ours.startswith("90.00") and "ours 80.00" in wo.ours
+    assert "argmax" not in wo.reason  # Grad-w-O's choice is the answer's: only the iterations differ
+    # the other tasks' Grad cells keep the table's reading and name its deviation
+    s = _seeded(D.PAPER_TABLE3["Income-L"])
+    s["settings"]["grad_patience"] = 10
+    _serve(monkeypatch, {"part3_table3_income_l_synthetic": _rec("part3_table3_income_l_synthetic", s)})
+    inc = _by_id(D._table_rows())["Diana Table 3 Income-L passive/Grad"]
+    assert inc.status == "reproduced" and "stopped early (patience 10)" in inc.reason and "argmax" in inc.reason
+    assert "Table 3 Medical" in inc.reason and inc.file == "part3_table3_income_l_synthetic.json"
+
+
+def test_authors_grad_needs_the_tables_seeds_and_task(monkeypatch):
+    table = _rec("part3_table3_medical", _seeded(D.PAPER_TABLE3["Medical"]))
+    name = D.AUTHORS_GRAD_FILES[(3, "Medical")]
+    rows = [_grad_rows(60.0, 61.0, 90.0)] * 3
+    for other in (_grad_authors(rows, seeds=(0, 1, 3)), _grad_authors(rows[:2], seeds=(0, 1)),
+                  _grad_authors(rows, task="Income-L")):
+        _serve(monkeypatch, {"part3_table3_medical": table, name: other})
+        assert D.authors_grad(3, "Medical") is None
+    _serve(monkeypatch, {"part3_table3_medical": table, name: _grad_authors(rows)})
+    got = D.authors_grad(3, "Medical")
+    assert got["authors"]["active-50/Grad"] == [61.0] * 3 and got["control"]["passive/Grad"] == [63.51] * 3
+    assert got["all iterations"]["passive/Grad"] == [60.0] * 3 and D.authors_grad(1, "Medical") is None
+
+
+def test_duplicates_and_c4_gains_read_the_authors_grad(monkeypatch):
+    p3 = D.PAPER_TABLE3["Medical"]
+    # the table's active Grad differs from its passive Grad on one seed; read the authors' way, it repeats it
+    table = _seeded(p3, {"passive/Grad": [60.0, 50.0, 70.0], "active-10/Grad": [60.0, 50.0, 80.0],
+                         "passive/Ours": [95.0, 95.0, 95.0]})
+    authors = [_grad_rows(0.0, a, 90.0) for a in (62.0, 52.0, 72.0)]
+    _serve(monkeypatch, {"part3_table3_medical": _rec("part3_table3_medical", table)})
+    assert D.count_row(_cell_row("Diana Table 3 Medical active-10/Grad")).excluded == ""
+    _serve(monkeypatch, {"part3_table3_medical": _rec("part3_table3_medical", table),
+                         D.AUTHORS_GRAD_FILES[(3, "Medical")]: _grad_authors(authors)})
+    c = D.count_row(_cell_row("Diana Table 3 Medical active-10/Grad"))
+    assert c.excluded == "duplicate" and "the authors' way" in c.excluded_why
+    # App. C.4's passive gain over Grad pairs Ours with the authors' Grad, seed by seed: 95 - 62 = 33 on average
+    gain = _by_id(D._referee_table3_rows())["Diana App. C.4 Medical: passive gain over Grad"]
+    assert gain.ours.startswith("+33.00 ± 5.77"), gain.ours

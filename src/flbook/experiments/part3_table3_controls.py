@@ -251,7 +251,15 @@ def grad_authors_seed(seed: int) -> dict:
     early stopping) and Grad's round set chosen by the authors' statistic, the cosine at the last
     iteration's Gumbel sample (``"<group>/Grad (authors' statistic)"``), beside the argmax cosine
     of the same runs (``"<group>/Grad"``). The relaxation and sampler are the pipeline's (the
-    authors'). A point of the resumable ``--grad-authors`` command."""
+    authors'). A point of the resumable ``--grad-authors`` command.
+
+    fedkit-learn's ``scripts/run_gb_aia.py`` runs each configuration with
+    ``attack_simulator.execute_attack(num_iterations=args.num_rounds, output_losses=True)``
+    (``--num_rounds`` defaults to 100; no early stopping) and keeps ``cos_dis = all_cos_dis[-1]``,
+    ``cos_dis_list.append(cos_dis/ len(keep_round_ids))``: the last iteration's loss, averaged over
+    the clients weighted by their sizes. The ledger reads these rows as Table 3's Grad and Grad-w-O
+    on Medical (:data:`flbook.ledger.diana_aia.AUTHORS_GRAD_FILES`), the table's own cells beside
+    them as the control."""
     s = settings("Medical")
     task = medical_task(seed=seed)
     model = mlp(task.n_features, s.hidden)

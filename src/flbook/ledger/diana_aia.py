@@ -74,7 +74,13 @@ def _table_rows() -> list[Row]:
                 if oracle is not None:  # the paper's oracle is the authors' (their code): the main cell
                     out.append(_authors_oracle_row(t, task, rid, claim, pm, psd, s, _seeds(rec), oracle, chapter))
                     continue
+                grad = authors_grad(t, task) if key.endswith(("/Grad", "/Grad-w-O")) else None
+                if grad is not None:  # the paper's Grad is the authors' (their code): the main cell
+                    out.append(_authors_grad_row(t, task, key, rid, claim, pm, psd, grad, chapter))
+                    continue
                 v = number(pm, s[key][0], paper_spread=psd, what=f"{task} {key}")
+                if key.endswith(("/Grad", "/Grad-w-O")):
+                    v = Verdict(v.status, (f"{v.reason}; " if v.reason else "") + grad_deviation_reason(rec, key))
                 if not v.ok and task != "Medical":
                     v = Verdict(v.status, f"{v.reason}; {SYNTHETIC_REASON}"
                                 + (alg4_controls_reason(task) if t == 1 and key == "active-50/Ours" else "")
@@ -152,6 +158,97 @@ def _authors_oracle_row(t: int, task: str, rid: str, claim: str, pm: float, psd:
     return row(paper=PAPER, result_id=rid, claim=claim, paper_value=f"{pm:.2f} ± {psd:.2f}",
                ours=f"{m:.2f} ± {sd:.2f} ({n} seeds, the authors' oracle{dp}); ours {om:.2f} ± {osd:.2f}",
                verdict=v, chapter=chapter, data=_data(task), record=oracle["record"])
+
+
+AUTHORS_GRAD_FILES: dict[tuple[int, str], str] = {
+    (3, "Medical"): "part3_table3_controls_grad_authors",
+}
+"""Where Grad and Grad-w-O were computed the authors' way, per (table, task): the result file of
+``part3_table3_controls --grad-authors`` (the table's DP federations, same seeds). fedkit-learn's
+``scripts/run_gb_aia.py`` runs every configuration for all its iterations,
+``attack_simulator.execute_attack(num_iterations=args.num_rounds, output_losses=True)`` (100 by
+default), with no early stopping, and scores it by the last iteration's loss, ``cos_dis =
+all_cos_dis[-1]``, ``cos_dis_list.append(cos_dis/ len(keep_round_ids))``, averaged over the clients
+weighted by their sizes: the cosine at the last iteration's Gumbel sample
+(``GradientAIAResult.sample_cosine``). Ours, the control, stops a configuration early (patience 10)
+and scores it by the cosine at the final argmax attributes: the table's own cells."""
+
+AUTHORS_GRAD_STATISTIC = " (authors' statistic)"
+"""The suffix of the Grad cells chosen by the authors' statistic in ``--grad-authors``'s rows."""
+
+
+def authors_grad(table: int, task: str) -> dict[str, Any] | None:
+    """Grad and Grad-w-O found as the authors' code finds them for Table ``table``'s ``task``, with
+    the table's own cells on the same seeds (the control): per cell key (``"passive/Grad"``, ...)
+    the per-seed accuracies (%) of the authors' reading (``"authors"``: all iterations, Grad chosen
+    by the authors' statistic), of all iterations with our argmax cosine (``"all iterations"``) and
+    of the table's file (``"control"``: patience 10, argmax cosine); the seeds, the file and its
+    record. None when the file or the table's file is not committed, holds another task, or the
+    two files' seeds differ."""
+    if (table, task) not in AUTHORS_GRAD_FILES:
+        return None
+    name = AUTHORS_GRAD_FILES[(table, task)]
+    rec, table_rec = record_or_none(name), record_or_none(_file(TABLES[table][0], task))
+    if rec is None or table_rec is None or rec["data"].get("task") != task:
+        return None
+    runs = rec["data"]["per_seed"]
+    seeds = [int(x["seed"]) for x in runs]
+    table_seeds = [int(q) for q in (table_rec.get("seeds") or table_rec["data"].get("seeds") or [])]
+    if seeds != table_seeds[:len(seeds)] or len(seeds) != len(table_seeds):
+        return None
+    keys = [k for k in ROWS if k.endswith(("/Grad", "/Grad-w-O"))]
+    authors = {k: [float(x["rows"][k + (AUTHORS_GRAD_STATISTIC if k.endswith("/Grad") else "")]) for x in runs]
+               for k in keys}
+    plain = {k: [float(x["rows"][k]) for x in runs] for k in keys}
+    control = {k: _referee_seed_values(table_rec, k) for k in keys}
+    patience = rec["data"]["settings"].get("grad_patience")
+    return {"authors": authors, "all iterations": plain, "control": control, "seeds": seeds, "file": name,
+            "record": rec, "table_record": table_rec, "patience": patience,
+            "iterations": rec["data"]["settings"]["grad_iterations"],
+            "control_patience": table_rec["data"]["settings"].get("grad_patience")}
+
+
+def grad_deviation_reason(rec: dict[str, Any], key: str) -> str:
+    """For a Grad or Grad-w-O cell read in the table's own file (no authors' reading run on it): how
+    its file ran the attack where the authors' code differs (early stopping, and for Grad the
+    argmax cosine), read from the file's settings, and where both readings ran."""
+    st = rec["data"].get("settings", {})
+    patience = st.get("grad_patience")
+    stop = (f"stopped early (patience {patience})" if patience is not None else
+            f"ran all {st.get('grad_iterations', 100)} iterations")
+    pick = "; Grad's configuration chosen by the cosine at the final argmax attributes" if key.endswith("/Grad") else ""
+    where = ", ".join(f"Table {t} {task}" for t, task in AUTHORS_GRAD_FILES)
+    return (f"our reading of the gradient-based attack: each configuration {stop}{pick}, where the authors' code "
+            f"(fedkit-learn run_gb_aia.py) runs all iterations"
+            + (" and scores the cosine at the last Gumbel sample" if pick else "") + f"; both readings run on {where}")
+
+
+def _authors_grad_row(t: int, task: str, key: str, rid: str, claim: str, pm: float, psd: float,
+                      grad: dict[str, Any], chapter: str) -> Row:
+    """A Grad or Grad-w-O cell read the authors' way (:func:`authors_grad`) as the main value, the
+    table's own cell (patience 10, argmax cosine) beside it as the control."""
+    m, sd = _mean_sd(grad["authors"][key])
+    cm, csd = _mean_sd(grad["control"][key])
+    am, _ = _mean_sd(grad["all iterations"][key])
+    n = len(grad["seeds"])
+    is_grad = key.endswith("/Grad")
+    reading = ("all iterations, the authors' statistic" if is_grad else "all iterations")
+    v = number(pm, m, paper_spread=psd, what=f"{task} {key} (the authors' reading: {reading})")
+    control = number(pm, cm, paper_spread=psd, what=f"{task} {key} (our reading)")
+    note = (f"the authors' reading (fedkit-learn run_gb_aia.py: every configuration runs all {grad['iterations']} "
+            "iterations, execute_attack(num_iterations=args.num_rounds)"
+            + (", and Grad's is chosen by the last iteration's cosine at its Gumbel sample, cos_dis = all_cos_dis[-1]"
+               if is_grad else "") + f"; {grad['file']}, seeds {grad['seeds']}); "
+            + (f"all iterations with our argmax cosine {am:.2f}; " if is_grad else "")
+            + f"control, our reading (early stopping, patience {grad['control_patience']}"
+            + (", argmax cosine" if is_grad else "") + f"): {cm:.2f} ± {csd:.2f} in the table's file on the same "
+            f"seeds, {control.status}")
+    reason = f"{v.reason}; " if v.reason else ""
+    if task != "Medical":
+        reason += f"{SYNTHETIC_REASON}; "
+    return row(paper=PAPER, result_id=rid, claim=claim, paper_value=f"{pm:.2f} ± {psd:.2f}",
+               ours=f"{m:.2f} ± {sd:.2f} ({n} seeds, the authors' reading: {reading}); ours {cm:.2f} ± {csd:.2f}",
+               verdict=Verdict(v.status, reason + note), chapter=chapter, data=_data(task), record=grad["record"])
 
 
 # §5.3's sentences about Table 1, with the sizes it states (percentage points)
@@ -610,6 +707,26 @@ def referee_diff(rec: dict[str, Any], a: str, b: str) -> tuple[float, float]:
     return sum(d) / len(d), std_error(d)
 
 
+def _referee_cell_values(table: int, task: str, rec: dict[str, Any], key: str) -> tuple[list[float], str]:
+    """The per-seed values of cell ``key`` of Table ``table``'s ``task`` as the ledger's main row
+    reads it, and its label: a Grad or Grad-w-O cell read the authors' way where that ran
+    (:func:`authors_grad`, the same seeds as the table's file ``rec``), else the table's file."""
+    grad = authors_grad(table, task) if key.endswith(("/Grad", "/Grad-w-O")) else None
+    if grad is None:
+        return _referee_seed_values(rec, key), key
+    return grad["authors"][key], f"{key} (the authors' reading)"
+
+
+def _referee_table_diff(table: int, task: str, rec: dict[str, Any], a: str, b: str) -> tuple[float, float, str]:
+    """:func:`referee_diff` of cells ``a - b`` on the values the main rows read
+    (:func:`_referee_cell_values`), paired by seed, with the label of the difference."""
+    from .referee import std_error
+
+    (xa, la), (xb, lb) = _referee_cell_values(table, task, rec, a), _referee_cell_values(table, task, rec, b)
+    d = [x - y for x, y in zip(xa, xb)]
+    return sum(d) / len(d), std_error(d), f"{la} - {lb}"
+
+
 def referee_paper_diff_se(table: int, task: str, a: str, b: str, runs: int = 3) -> float:
     """The standard error of the paper's difference ``a - b`` of two cells of Table ``table``,
     from their reported standard deviations over ``runs`` runs (independent cells)."""
@@ -648,10 +765,10 @@ def _referee_gain_row(table: int, task: str, a: str, b: str, stated: float, rid:
     rec = _referee_record(_file(TABLES[table][0], task))
     if rec is None:
         return None
-    gain, se = referee_diff(rec, a, b)
+    gain, se, label = _referee_table_diff(table, task, rec, a, b)
     pse = referee_paper_diff_se(table, task, a, b)
     pt = _paper_tables()[table][task]
-    v = referee_gain_rule(gain, stated, se, pse, what=f"{task} {a} - {b} (p.p.)")
+    v = referee_gain_rule(gain, stated, se, pse, what=f"{task} {label} (p.p.)")
     own = pt[a][0] - pt[b][0]
     if not v.ok and abs(own - stated) > 3.0:
         v = Verdict(v.status, v.reason + f"; the paper's own Table {table} gives {own:+.2f} p.p. for this gain")
@@ -680,7 +797,8 @@ def _referee_relation_row(table: int, task: str, pairs: list[tuple[str, str]], r
             d, se = sum(diffs) / len(diffs), std_error(diffs)
             b = "Model-w-O (the authors' oracle)"
         else:
-            d, se = referee_diff(rec, a, b)
+            d, se, label = _referee_table_diff(table, task, rec, a, b)
+            a, b = label.split(" - ", 1)
         if close:
             parts.append(comparable(d, 0.0, what=f"{task} {a} - {b}"))
         else:
@@ -942,11 +1060,14 @@ def _referee_duplicate(table: int, task: str, key: str) -> str:
     rec = _referee_record(_file(TABLES[table][0], task))
     if rec is None or pt[key] != pt[passive]:
         return ""
-    if _referee_seed_values(rec, key) != _referee_seed_values(rec, passive):
+    (ours, label), (theirs, _) = (_referee_cell_values(table, task, rec, key),
+                                  _referee_cell_values(table, task, rec, passive))
+    if ours != theirs:
         return ""
-    return (f"the {passive} cell's measurement again: our per-seed values are identical (the active attack's {attack} "
-            f"picks the passive rounds) and the paper reports the same {pt[key][0]:.2f} ± {pt[key][1]:.2f}; counted once, "
-            f"as Diana Table {table} {task} {passive}")
+    how = " read the authors' way" if label != key else ""
+    return (f"the {passive} cell's measurement again: our per-seed values{how} are identical (the active attack's "
+            f"{attack} picks the passive rounds) and the paper reports the same {pt[key][0]:.2f} ± {pt[key][1]:.2f}; "
+            f"counted once, as Diana Table {table} {task} {passive}")
 
 
 def _referee_grad_cause(file: str) -> str:
