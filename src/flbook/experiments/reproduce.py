@@ -142,6 +142,8 @@ PLAN: tuple[Job, ...] = (
         "Medical under DP-SGD)", 7),
     Job("part3_table3_controls_grad", "part3_table3_controls", (*SEEDS, "--grad-stopping"),
         "Diana Table 3 controls: Grad with and without early stopping", 20),
+    Job("part3_table3_controls_grad_authors", "part3_table3_controls", (*SEEDS, "--grad-authors"),
+        "Diana Table 3 controls: Grad and Grad-w-O the authors' way (all iterations, their statistic)", 8),
     Job("part3_table3_controls_relaxation", "part3_table3_controls", (*SEEDS, "--grad-relaxation"),
         "Diana Table 3 controls: Grad under our relaxation and sampler and the authors'", 20),
     Job("part3_table3_controls_oracle", "part3_table3_controls", (*SEEDS, "--dp-oracle"),
