@@ -25,13 +25,12 @@ from flwr.server import LegacyContext, ServerApp, ServerConfig
 from flwr.server import strategy as legacy
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
+from test_flower_audit import NORM, Net, images
 
 from flprivacy.attacks.inversion import LocalTraining, invert_update
 from flprivacy.flower import InProcessGrid, audit, quiet_flower, run_server_app
 from flprivacy.flower_defences import AuditGrid
 from flprivacy.metrics import quality
-
-from test_flower_audit import NORM, Net, images
 
 K, LR = 3, 0.1
 X, Y = images(K, 1)  # node c holds image c, label c

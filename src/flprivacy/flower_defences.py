@@ -16,7 +16,7 @@ so every attack of the book reads it unchanged: per round the global model sent 
 Under SecAgg+ the returned model is the masked vector read the way the server reads an
 unmasked sum (the weight from the reply's clear ``num_examples``, the vector dequantised with
 the workflow's own ranges): the best reading a server has without the other clients' shares.
-Which clients' models are masked is in :attr:`AuditGrid.masked`.
+Which clients' models are masked is in the grid's ``masked`` set.
 
 Wilson et al. (2025)'s curious client reads only the global models, which secure aggregation
 delivers unchanged; Flower's differential-privacy wrappers
@@ -33,10 +33,14 @@ import numpy as np
 import torch
 
 try:
+    import flwr.server.workflow
     from flwr.app import ArrayRecord, Message, MessageType, RecordDict
+    from flwr.common import bytes_to_ndarray
     from flwr.common.secure_aggregation.quantization import dequantize
-    from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key
-    from flwr.server.workflow import SecAggPlusWorkflow
+    from flwr.common.secure_aggregation.secaggplus_constants import (
+        RECORD_KEY_CONFIGS,
+        Key,
+    )
     from flwr.serverapp import Grid
     from flwr.supercore.run import Run
 except ImportError as e:  # pragma: no cover - exercised only without the extra
@@ -70,13 +74,13 @@ class AuditGrid(Grid):
     """
 
     def __init__(self, grid: Grid, module: torch.nn.Module, *, loss: str = "cross_entropy",
-                 secagg: SecAggPlusWorkflow | None = None):
+                 secagg: flwr.server.workflow.SecAggPlusWorkflow | None = None):
         if not isinstance(grid, Grid):
             raise TypeError(f"AuditGrid: grid must be a flwr Grid (the one the ServerApp is given, or an "
                             f"InProcessGrid); got {type(grid).__name__}.")
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"AuditGrid: module must be the app's torch.nn.Module; got {type(module).__name__}.")
-        if secagg is not None and not isinstance(secagg, SecAggPlusWorkflow):
+        if secagg is not None and not isinstance(secagg, flwr.server.workflow.SecAggPlusWorkflow):
             raise TypeError(f"AuditGrid: secagg must be the app's flwr.server.workflow.SecAggPlusWorkflow or None; "
                             f"got {type(secagg).__name__}.")
         self.grid, self.secagg = grid, secagg
@@ -177,8 +181,6 @@ class AuditGrid(Grid):
         """SecAgg+'s masked vector read as Flower's unmask stage reads a sum, for one client:
         weight q = round(n / max_weight * Q), values dequantised to [-clip, clip] and divided
         by q / Q. Without the masks this returns the client's model to quantisation."""
-        from flwr.common import bytes_to_ndarray
-
         wf = self.secagg
         assert wf is not None
         arrays = [bytes_to_ndarray(b) for b in blobs]
