@@ -192,3 +192,11 @@ def test_central_dp_noise_hides_the_global_model_not_the_replies():
     assert abs(gap / (1.0 * clip / K * d ** 0.5) - 1) < 0.05  # chi_d: relative sd 1/sqrt(2d) < 1%
     assert works(curious_attack(lb))
     assert fails(curious_attack(ln))
+
+
+def test_audit_grid_rejects_bad_arguments_by_name():
+    grid = InProcessGrid(ClientApp(), 2)
+    for kwargs, name in (({"grid": "grid", "module": Net()}, "grid"), ({"grid": grid, "module": "Net"}, "module"),
+                         ({"grid": grid, "module": Net(), "secagg": "on"}, "secagg")):
+        with pytest.raises(TypeError, match=name):
+            AuditGrid(**kwargs)
