@@ -19,10 +19,9 @@ the workflow's own ranges): the best reading a server has without the other clie
 Which clients' models are masked is in the grid's ``masked`` set.
 
 Wilson et al. (2025)'s curious client reads only the global models, which secure aggregation
-delivers unchanged; Flower's differential-privacy wrappers
-(``flwr.serverapp.strategy.DifferentialPrivacyServerSideFixedClipping`` and its client-side
-twin with ``fixedclipping_mod``) compose with :func:`~flprivacy.flower.audit` directly and need
-nothing here.
+delivers as FedAvg's up to its quantisation. Flower's central differential-privacy wrapper
+(``flwr.serverapp.strategy.DifferentialPrivacyServerSideFixedClipping``) is a Message-API
+strategy: it composes with :func:`~flprivacy.flower.audit` directly and needs nothing here.
 """
 
 from __future__ import annotations
