@@ -15,7 +15,7 @@ so every attack of the book reads it unchanged: per round the global model sent 
 ``fitins.parameters`` of Flower's legacy messages), and per client the model it returned.
 Under SecAgg+ the returned model is the masked vector read the way the server reads an
 unmasked sum (the weight from the reply's clear ``num_examples``, the vector dequantised with
-the workflow's own ranges): the best reading a server has without the other clients' shares.
+the workflow's own ranges): the reading that would give the client's model were it not masked.
 Which clients' models are masked is in the grid's ``masked`` set.
 
 Wilson et al. (2025)'s curious client reads only the global models, which secure aggregation
@@ -69,7 +69,9 @@ class AuditGrid(Grid):
     module's documentation; ``masked`` holds those (round, client) pairs). ``secagg`` is the
     app's ``SecAggPlusWorkflow`` (its ranges are needed to read the masked vectors); ``None``
     when the app does not use it. The legacy messages hold the module's ``state_dict`` values
-    as an ordered list, which is matched to ``module``'s entries in order.
+    as an ordered list, which is matched to ``module``'s entries in order. A Grid sees a global
+    model only when it is sent, so the record holds no final model: θ^t is known for the rounds
+    that were run, and θ^{t+1} once round t + 1 starts.
     """
 
     def __init__(self, grid: Grid, module: torch.nn.Module, *, loss: str = "cross_entropy",
