@@ -55,7 +55,7 @@ import flprivacy
 
 # ---- the public API -------------------------------------------------------------------------------------
 PRIVATE_MODULES = ("flbook.experiments",)  # command-line scripts: their arguments are tested in test_reliability
-OPTIONAL_MODULES = {"flprivacy.flower": "flwr"}  # module -> the optional extra it needs (pip install flprivacy[flower])
+OPTIONAL_MODULES = {"flprivacy.flower": "flwr", "flprivacy.flower_defences": "flwr"}  # module -> the optional extra it needs (pip install flprivacy[flower])
 
 
 def _available(module: str) -> bool:
@@ -104,6 +104,8 @@ SKIP: dict[str, str] = {
     **{k: "the wire eavesdropper: exercised end to end in tests/test_wire.py; bad-input recipes to write"
        for k in ("wire.Capture", "wire.Relay", "wire.WireModels", "wire.eavesdrop_on_the_wire",
                  "wire.http_messages", "wire.recover_models")},
+    "flower_defences.AuditGrid": "a Grid wrapper that needs a running ServerApp's Grid; its type checks name "
+                                 "the argument, and it runs end to end in tests/test_flower_defences.py",
     "attacks.inversion.LocalTraining": "a description of the client's training, validated where an attack "
                                        "uses it; tests/test_attack_device.py",
     "attacks.inversion.replay_local": "the replay of LocalTraining, checked against torch.optim.SGD in "
