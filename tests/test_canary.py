@@ -251,3 +251,12 @@ def test_a_rounded_file_may_move_by_one_unit_in_its_last_place_and_no_more():
     assert not C.compare({"n": 3}, {"n": 4}, t).agrees
     assert C.compare({"ssim": 0.5525, "wall_seconds": 3.0}, {"ssim": 0.5525, "wall_seconds": 9.0}).differing == 1
     assert all(C.CANARIES[m].tolerance is t for m in C.ROUNDED)
+
+
+def test_a_shown_image_may_move_by_one_pixel_level_and_its_truth_not_at_all():
+    t = C.ROUNDED_TOLERANCE
+    rec = {"shown_reconstruction": [[7, 200]], "shown_truth": [[7, 200]]}
+    assert C.compare({"shown_reconstruction": [[8, 199]], "shown_truth": [[7, 200]]}, rec, t).agrees
+    assert not C.compare({"shown_reconstruction": [[9, 200]], "shown_truth": [[7, 200]]}, rec, t).agrees
+    assert not C.compare({"shown_reconstruction": [[7, 200]], "shown_truth": [[8, 200]]}, rec, t).agrees
+    assert not C.compare({"shown_reconstruction": [[8, 200]]}, {"shown_reconstruction": [[7, 200]]}).agrees
