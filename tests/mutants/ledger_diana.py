@@ -54,7 +54,7 @@ MUTANTS += [
     Mutant("made_here_all_app_c", DA, "*(f\"Diana App. C.{n} {t}:\" for n in (1, 4) for t in TASKS))",
            "\"Diana App. C.1\", \"Diana App. C.4\")", "Part II's App. C.1 row is diana_reconstruction's"),
     Mutant("duplicate_without_our_values", DA,
-           "    if _referee_seed_values(rec, key) != _referee_seed_values(rec, passive):\n        return \"\"\n", "",
+           "    if ours != theirs:\n        return \"\"\n", "",
            "a duplicate repeats the passive cell's values in our file"),
     Mutant("duplicate_without_the_papers", DA, "    if rec is None or pt[key] != pt[passive]:",
            "    if rec is None:", "a duplicate repeats the passive cell in the paper too"),
