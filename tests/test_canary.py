@@ -101,8 +101,9 @@ def test_a_code_change_after_the_verification_makes_the_file_stale_again(files):
     path, point_path = files
     C.verify(path)
     for p in (path, point_path):
-        rec = _load(p)
+        rec = _load(p)  # the change as its recorded hashes show it (git, which would show it too, left out)
         rec["verifications"][-1]["source_units"] = _edit_unit(rec["verifications"][-1]["source_units"], OWN, "run_one")
+        rec["verifications"][-1]["commit"] = "abc"
         p.write_text(json.dumps(rec))
     current, why = R.record_status(_load(path), "part2_toy")
     assert not current and "is stale too" in why and "run_one" in why
@@ -184,8 +185,9 @@ def test_a_verified_point_is_reused_by_a_resumed_run(files):
     assert P.load_point(point_path, pt, "quick") is None  # stale: run_one 'changed' since the run
     C.verify(path)
     assert P.load_point(point_path, pt, "quick") is not None
-    rec = _load(point_path)  # a code change after the verification: stale again
+    rec = _load(point_path)  # a code change after the verification, as its hashes show it: stale again
     rec["verifications"][-1]["source_units"] = _edit_unit(rec["verifications"][-1]["source_units"], OWN, "run_one")
+    rec["verifications"][-1]["commit"] = "abc"  # (git, which would show it too, left out)
     point_path.write_text(json.dumps(rec))
     assert P.load_point(point_path, pt, "quick") is None
 

@@ -163,7 +163,7 @@ def _authors_oracle_row(t: int, task: str, rid: str, claim: str, pm: float, psd:
 AUTHORS_GRAD_FILES: dict[tuple[int, str], str] = {
     (3, "Medical"): "part3_table3_controls_grad_authors",
 }
-"""Where Grad and Grad-w-O were computed the authors' way, per (table, task): the result file of
+"""The result file, per (table, task), where Grad and Grad-w-O were computed the authors' way, by
 ``part3_table3_controls --grad-authors`` (the table's DP federations, same seeds). fedkit-learn's
 ``scripts/run_gb_aia.py`` runs every configuration for all its iterations,
 ``attack_simulator.execute_attack(num_iterations=args.num_rounds, output_losses=True)`` (100 by
