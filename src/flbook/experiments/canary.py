@@ -403,6 +403,29 @@ def _run_fresh(t: Target, record: dict[str, Any]) -> dict[str, Any]:
         return json.loads(out.read_text())
 
 
+def _reach(rels: Any, starts: list) -> set[tuple[str, str]] | None:
+    """The units reachable from ``starts`` through today's files ``rels`` under the library root
+    (:func:`~flbook.experiments.fingerprint.reachable_units`; None: everything)."""
+    from .fingerprint import _parsed, _sha, reachable_units
+
+    root = _src_root()
+    files = {}
+    for rel in rels:
+        path = root / rel
+        info = _parsed(str(path), _sha(path)) if path.is_file() else None
+        if info is not None:
+            files[rel] = (info[0], info[2])
+    return reachable_units(files, [tuple(e) for e in starts], root)
+
+
+def _canary_reach(units: dict[str, str], entries: list[list[str]]) -> set[tuple[str, str]] | None:
+    """What a canary's process can reach from its ``entries`` through the files it imported
+    (``units``), without the runner (points._call), whose look-up of the function by a computed
+    name would make every identifier in the canary's strings reachable: it calls the canary's
+    entry, nothing else."""
+    return _reach([rel for rel in units if rel != "flbook/experiments/points.py"], entries)
+
+
 def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, str],
               entries: list[list[str]], module: str | None = None) -> list[str]:
     """The units changed between a record's run and the code under the library root now that the
@@ -418,7 +441,6 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
         _sha,
         _unit_digests,
         decode_units,
-        reachable_units,
     )
 
     root = _src_root()
@@ -440,21 +462,10 @@ def uncovered(record: dict[str, Any], sources: dict[str, str], units: dict[str, 
                 rec_sources[own] = at[0]
                 if at[1] is not None:
                     rec_units[own] = at[1]
-    def reach_of(rels: Any, starts: list) -> set[tuple[str, str]] | None:
-        files = {}
-        for rel in rels:
-            path = root / rel
-            info = _parsed(str(path), _sha(path)) if path.is_file() else None
-            if info is not None:
-                files[rel] = (info[0], info[2])
-        return reachable_units(files, [tuple(e) for e in starts], root)
-
-    # without the runner (points._call), whose look-up of the function by a computed name would make
-    # every identifier in the canary's strings reachable: it calls the canary's entry, nothing else
-    reach = reach_of([rel for rel in units if rel != "flbook/experiments/points.py"], entries)
+    reach = _canary_reach(units, entries)
     run_entries = ([[f"flbook/experiments/{module}.py", MAIN_GUARD]] if module is not None else
                    [_entry_of(str(record.get("fn")))] if ":" in str(record.get("fn")) else [])
-    run_reach = reach_of(rec_sources, run_entries)
+    run_reach = _reach(rec_sources, run_entries)
     for rel, sha in rec_sources.items():
         path = root / rel
         if not path.is_file():
@@ -507,7 +518,6 @@ def _uncovered_modulo_moves(record: dict[str, Any], units: dict[str, str], entri
     less those at a unit the canary's process reaches today. A moved file is therefore judged
     where it lives now, not counted as removed. None when git cannot give the run's code (the
     caller then compares file by file)."""
-    from .fingerprint import _parsed, _sha, reachable_units
     from .moves import moved_differences
 
     run = _run_entries(record, module)
@@ -517,14 +527,7 @@ def _uncovered_modulo_moves(record: dict[str, Any], units: dict[str, str], entri
     if found is None:
         return None
     root = _src_root()
-    files = {}
-    for rel in units:
-        if rel == "flbook/experiments/points.py":
-            continue  # as in uncovered: the runner's look-up by a computed name would reach everything
-        info = _parsed(str(root / rel), _sha(root / rel)) if (root / rel).is_file() else None
-        if info is not None:
-            files[rel] = (info[0], info[2])
-    reach = reachable_units(files, [tuple(e) for e in entries], root)
+    reach = _canary_reach(units, entries)
     out = []
     for where, why in found:
         if where is None:
