@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from flbook.experiments import moves as MV
 from flbook.experiments import reproduce as R
 
 
@@ -711,30 +712,30 @@ def test_the_commands_own_module_is_judged_at_the_records_commit(tmp_path, monke
     sources.pop(own), units.pop(own)  # as a record of `python -m flbook.experiments.part3_table1` holds them
     record = {"command": JOB.command, "commit": "abc", "sources": sources, "source_units": units}
     _fake(tmp_path, monkeypatch, record)
-    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (hashlib.sha256(data).hexdigest()[:16],
+    monkeypatch.setattr(MV, "module_at_commit", lambda commit, rel: (hashlib.sha256(data).hexdigest()[:16],
                                                                    FP.source_units(data)) if rel == own else None)
     assert R.status(JOB) == (True, "current")
     line = FP.source_units(data)
     digest = FP.decode_units(line)[0]["PAPER_SETTINGS"]
-    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (
+    monkeypatch.setattr(MV, "module_at_commit", lambda commit, rel: (
         "0" * 16, line.replace(f"PAPER_SETTINGS={digest}", "PAPER_SETTINGS=" + "0" * 12)))
     assert R.status(JOB) == (False, f"{own}:PAPER_SETTINGS changed since the run")
     main = FP.decode_units(line)[0]["main"]  # the function its __main__ block calls
-    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: (
+    monkeypatch.setattr(MV, "module_at_commit", lambda commit, rel: (
         "0" * 16, line.replace(f"main={main}", "main=" + "0" * 12)))
     current, why = R.status(JOB)
     assert not current and why.startswith(f"{own}:main changed since the run")
-    monkeypatch.setattr(R, "module_at_commit", lambda commit, rel: None)
+    monkeypatch.setattr(MV, "module_at_commit", lambda commit, rel: None)
     current, why = R.status(JOB)
     assert not current and own in why and "not in the record" in why
     monkeypatch.undo()
     # the real look-up: none for an unknown or uncommitted run, the committed bytes otherwise
-    assert R.module_at_commit("abc+dirty", own) is None and R.module_at_commit("", own) is None
+    assert MV.module_at_commit("abc+dirty", own) is None and MV.module_at_commit("", own) is None
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=R.project_root()).stdout.strip()
     if head:
-        assert R.module_at_commit(head, "flprivacy/no_such_file.py") is None
+        assert MV.module_at_commit(head, "flprivacy/no_such_file.py") is None
         committed = subprocess.run(["git", "show", f"HEAD:src/{own}"], capture_output=True, cwd=R.project_root()).stdout
-        assert R.module_at_commit(head, own) == (hashlib.sha256(committed).hexdigest()[:16], FP.source_units(committed))
+        assert MV.module_at_commit(head, own) == (hashlib.sha256(committed).hexdigest()[:16], FP.source_units(committed))
 
 
 def test_recorded_runtime_reads_the_files_cost(tmp_path, monkeypatch):

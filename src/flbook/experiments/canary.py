@@ -488,10 +488,8 @@ def _run_entries(record: dict[str, Any], module: str | None) -> tuple[list[tuple
     """The entries of a record's run *as the run named them* (its command's own file and
     ``__main__`` block, or its point's function), with the own file's ``(path, hash)`` where the
     record does not list it; None when they cannot be known."""
-    import re
-
     from .fingerprint import MAIN_GUARD
-    from .moves import module_at_commit
+    from .moves import command_own_file, own_file_at_commit
 
     if module is None:
         fn = str(record.get("fn") or "")
@@ -501,13 +499,13 @@ def _run_entries(record: dict[str, Any], module: str | None) -> tuple[list[tuple
         own = dotted.replace(".", "/")
         sources = record.get("sources") or {}
         return [(f"{own}/__init__.py" if f"{own}/__init__.py" in sources else f"{own}.py", name)], None
-    m = re.search(r"-m ((?:flprivacy|flbook)\.experiments)\.(\w+)", str(record.get("command") or ""))
-    if m is None:
+    named = command_own_file(record)
+    if named is None:
         return None
-    own = f"{m.group(1).replace('.', '/')}/{m.group(2)}.py"
+    own = named[0]
     if own in (record.get("sources") or {}):
         return [(own, MAIN_GUARD)], None
-    at = module_at_commit(str(record.get("commit") or ""), own)
+    at = own_file_at_commit(record, own)
     return None if at is None else ([(own, MAIN_GUARD)], (own, at[0]))
 
 

@@ -54,6 +54,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .fingerprint import (
     MAIN_GUARD,
@@ -220,6 +221,24 @@ class OldTree(Tree):
 def known_commit(commit: str) -> bool:
     """Whether ``commit`` names the code a run read: not empty, "unknown" or "+dirty"."""
     return bool(commit) and commit != "unknown" and not commit.endswith("+dirty")
+
+
+_COMMAND_MODULE = re.compile(r"-m ((?:flprivacy|flbook)\.experiments)\.(\w+)")
+
+
+def command_own_file(record: dict[str, Any]) -> tuple[str, str] | None:
+    """``(path, module)`` of the command a record's run executed as ``__main__``: its own file as the
+    run named it (``flprivacy/experiments/x.py`` for a run made before the book's package existed)
+    and its module's name; None when the record's command names no experiments module."""
+    m = _COMMAND_MODULE.search(str(record.get("command") or ""))
+    return None if m is None else (f"{m.group(1).replace('.', '/')}/{m.group(2)}.py", m.group(2))
+
+
+def own_file_at_commit(record: dict[str, Any], own: str) -> tuple[str, str | None] | None:
+    """The command's own file as the run's commit holds it, ``(file hash, unit hashes)``, for a
+    record that does not list it (run as ``__main__``, a command does not import itself); None
+    when the commit does not give it (unknown, or uncommitted changes)."""
+    return module_at_commit(str(record.get("commit") or ""), own)
 
 
 def module_at_commit(commit: str, rel: str) -> tuple[str, str | None] | None:

@@ -26,7 +26,7 @@ that the recorded code never refers to (a docstring edit or a new function leave
 changed function body, default argument, constant or import, or a removed function, makes it
 stale; the rule and its limits are in ``flbook.experiments.fingerprint``). The command's own
 module runs as ``__main__``, so it is not among the imports a record lists: it is read at the
-record's commit (:func:`module_at_commit`) and judged the same way, and a record whose commit is
+record's commit (:func:`.moves.module_at_commit`) and judged the same way, and a record whose commit is
 unknown or "+dirty" is stale (an edit to an experiment's own settings or ``main`` reruns it). Every other
 command runs, each in its own process on one torch thread, ``--jobs`` at a time, with glibc's
 allocator keeping freed memory (:data:`~flbook.experiments.KEEP_FREED_MEMORY_ENV`: the
@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -64,7 +63,7 @@ from tqdm import tqdm
 
 from flprivacy.config import SCALE_ENV, project_root
 from . import KEEP_FREED_MEMORY_ENV, git_commit, positive_int, result_path, save_result
-from .moves import known_commit as _known_commit, module_at_commit
+from .moves import command_own_file, known_commit as _known_commit, own_file_at_commit
 
 
 @dataclass(frozen=True)
@@ -255,17 +254,16 @@ def record_status(record: dict[str, Any], module: str | None = None) -> tuple[bo
     ``flbook.experiments`` (default: read from the record's command). Pages use it to flag a
     committed file whose code has changed since it was made (e.g. a GPU run no session can
     repeat)."""
-    m = re.search(r"-m ((?:flprivacy|flbook)\.experiments)\.(\w+)", str(record.get("command") or ""))
-    if m is None:
+    named = command_own_file(record)
+    if named is None:
         return False, f"the record's command {record.get('command')!r} names no flbook.experiments module"
-    module = module or m.group(2)
+    own, module = named[0], module or named[1]
     if isinstance(record.get("sources"), dict) and record["sources"]:
         sources = dict(record["sources"])
         units = dict(record["source_units"]) if isinstance(record.get("source_units"), dict) else None
-        own = f"{m.group(1).replace('.', '/')}/{m.group(2)}.py"  # the command's own file, as the run named it
         at_commit = None
         if own not in sources:  # run as __main__, the command's own module is not among the imports it recorded
-            at_commit = module_at_commit(str(record.get("commit") or ""), own)
+            at_commit = own_file_at_commit(record, own)
             if at_commit is None:
                 return False, (f"{own} is not in the record and its commit {str(record.get('commit'))[:12]!r} does "
                                "not give it (unknown or uncommitted changes)")
