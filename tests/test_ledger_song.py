@@ -474,3 +474,48 @@ def test_song_referee_on_the_committed_files(song_entries):
     for i in reading:
         assert e[i].section == "paper" and "does not state the BatchNorm mode" in e[i].claim
         assert e[i].status != "reproduced"  # one image set: capped at partly at best
+
+
+def _awa_markdown() -> str:
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parents[1] / "book" / "part4" / "awa.ipynb"
+    cells = json.loads(nb.read_text())["cells"]
+    return " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+
+
+def _stated_range(text: str, before: str) -> list[tuple[float, float]]:
+    """Every "a-b" range of two-decimal numbers that follows ``before`` in ``text``."""
+    import re
+
+    return [(float(a), float(b)) for a, b in re.findall(re.escape(before) + r" (\d\.\d\d)-(\d\.\d\d)", text)]
+
+
+def _covers(stated: tuple[float, float], values: list[float]) -> bool:
+    """A range stated at two decimals covers the values and is their range rounded outward."""
+    lo, hi = stated
+    return lo <= min(values) < lo + 0.01 and hi - 0.01 < max(values) <= hi
+
+
+def test_awa_chapter_states_the_ssim_ranges_of_its_files():
+    """The awa chapter's prose ("every SSIM is 0.01-0.05, where Table IV reports 0.50-0.94") is the
+    committed ResNet-18 files' range and Table IV's SSIM range; and "on the 16x16 CNN every attack
+    recovers the images" holds in the quick file by the ledger's threshold of a recognisable image."""
+    from flbook.experiments import load_result
+    from flbook.ledger import referee
+    from flbook.papers import song as P
+    from flbook.show import song as show
+
+    text = _awa_markdown()
+    r18 = [rec["data"]["ssim"] for (model, _, _), rec in S.resnet18_runs().items() if model == "resnet18"]
+    stated = _stated_range(text, "every SSIM is") + _stated_range(text, "every attack ends at SSIM")
+    assert len(stated) == 2 and all(_covers(s, r18) for s in stated), (stated, min(r18), max(r18))
+    paper = [m["ssim"] for case in P.TABLE_IV.values() for m in case.values() if m is not None]
+    reported = _stated_range(text, "where Table IV reports")
+    assert len(reported) == 1 and _covers(reported[0], paper), (reported, min(paper), max(paper))
+    quick = load_result("awa_table4", "quick")["data"]["runs"]
+    cells = [show.quick_mean(quick, c, m, "ssim") for c in P.TABLE_IV for m in show.METHODS
+             if c != "case 4" or m != "DLG"]
+    assert "On the 16x16 CNN** every attack recovers the images" in text
+    assert min(cells) > referee.NONTRIVIAL_SSIM
