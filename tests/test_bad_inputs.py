@@ -49,6 +49,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import torch
@@ -378,7 +379,7 @@ def recipes() -> dict[str, Recipe]:
                      dp=defences.DPLocalSGD(lr=0.1, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5,
                                             total_rounds=3, epochs=1, batch_size=4, accountant="rdp"),
                      generator=torch.Generator().manual_seed(0)))
-    add("data.files.verify", files.verify, lambda: dict(path=__import__("pathlib").Path(__file__), checksum=""),
+    add("data.files.verify", files.verify, lambda: dict(path=Path(__file__), checksum=""),
         accept={"path:missing_file": "an empty checksum checks nothing (fetch reads the file)",
                 "path:corrupt_file": "an empty checksum checks nothing (fetch reads the file)"})
     # reconstruction
@@ -696,12 +697,11 @@ def awa_fx() -> dict:
 
 @functools.cache
 def flower_fx() -> dict:
-    """A tiny audited Flower app (a BatchNorm MLP, two nodes, two rounds) run in this process,
-    its record and a saved MessageLog, and a fabricated wire recording."""
+    """A tiny audited Flower app (a BatchNorm MLP, two nodes, two rounds) run in this process:
+    its record, saved with the fixture run's MessageLog in a folder removed at exit."""
     import atexit
     import shutil
     import tempfile
-    from pathlib import Path
 
     from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
@@ -711,9 +711,10 @@ def flower_fx() -> dict:
     from flprivacy import flower
 
     def net() -> torch.nn.Module:
-        torch.manual_seed(0)
-        return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
-                                   torch.nn.Linear(4, 2))
+        with torch.random.fork_rng():  # the same initial weights every time, the global stream untouched
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+                                       torch.nn.Linear(4, 2))
 
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(8, 3, generator=g), torch.tensor([0, 1] * 4)
@@ -770,19 +771,18 @@ PATH_NAMES = {"path"}
 
 
 @functools.cache
-def _scratch():
+def _scratch() -> Path:
     """A folder for the path mutations (removed at exit)."""
     import atexit
     import shutil
     import tempfile
-    from pathlib import Path
 
     folder = Path(tempfile.mkdtemp(prefix="flprivacy-bad-paths-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
 
-def _corrupt_file():
+def _corrupt_file() -> Path:
     """A new file of bytes that no reader of the library accepts."""
     path = _scratch() / f"corrupt-{len(list(_scratch().iterdir()))}.safetensors"
     path.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00not a file of its kind")
@@ -819,8 +819,8 @@ def _mutations(name: str, value):
         if name in RATE_NAMES:
             yield "bad_rate", math.nan, "raise"
             yield "bad_rate", -1.0, "raise"
-    elif name in PATH_NAMES and isinstance(value, (str, __import__("pathlib").Path)):
-        yield "missing_file", _scratch() / "no such folder" / __import__("pathlib").Path(value).name, "raise"
+    elif name in PATH_NAMES and isinstance(value, (str, Path)):
+        yield "missing_file", _scratch() / "no such folder" / Path(value).name, "raise"
         yield "corrupt_file", _corrupt_file(), "raise"
     elif isinstance(value, str):
         if name in CHOICE_NAMES:
@@ -975,7 +975,6 @@ def test_the_sweep_ran_on_most_recipes(swept):
     assert len({c.recipe for c in cases}) >= 70 and len(cases) >= 300
 
 
-
 # ---- arguments the sweep does not mutate: objects of the Flower audit path and the wire ----------------
 def _wrong_objects() -> list[tuple[str, Callable[[], object], str]]:
     """(label, a call with one wrong argument, that argument's name)."""
@@ -1072,6 +1071,7 @@ def test_http_parser_stops_at_malformed_messages():
                 b"HTTP/1.1 200 OK\r\nContent-Length: three\r\n\r\nabc",
                 b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Encoding: gzip\r\n\r\nabc"):
         assert [(m[0], m[2]) for m in http_messages(good + bad + good)] == [("POST /a HTTP/1.1", b"abc")]
+
 
 if __name__ == "__main__":
     cs, br = sweep()
