@@ -22,6 +22,8 @@ unknown_name        a choice string -> "nonexistent"                      raise
 no_clients          list of ClientData -> []                              raise
 one_sample_clients  every client cut to one sample                        raise or run
 too_few_messages    ClientMessages -> its first 2 rounds                  raise or run
+missing_file        a ``path`` -> one in a folder that does not exist     raise
+corrupt_file        a ``path`` -> a file of bytes no reader accepts       raise
 ==================  ====================================================  ===============
 
 "raise" means a ValueError/TypeError/KeyError (or DataNotFoundError) whose message names the
@@ -47,6 +49,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import torch
@@ -96,14 +99,11 @@ SKIP_PREFIXES: dict[str, str] = {
 }
 
 SKIP: dict[str, str] = {
-    # The Flower audit path and the wire eavesdropper: run end to end in tests/test_flower_audit.py and
-    # tests/test_wire.py; their bad-input recipes are still to be written (a known gap, named here).
-    **{k: "Flower audit path: exercised end to end in tests/test_flower_audit.py; bad-input recipes to write"
-       for k in ("flower.AuditLog", "flower.AuditStrategy", "flower.attack_model", "flower.audit",
-                 "flower.copy_module", "flower.load_log", "flower.run_server_app", "flower.save_log")},
-    **{k: "the wire eavesdropper: exercised end to end in tests/test_wire.py; bad-input recipes to write"
-       for k in ("wire.Capture", "wire.Relay", "wire.WireModels", "wire.eavesdrop_on_the_wire",
-                 "wire.http_messages", "wire.recover_models")},
+    "wire.WireModels": "a result container returned by wire.recover_models (its client_messages has a recipe)",
+    "wire.eavesdrop_on_the_wire": "the demonstration on a loopback deployment (a SuperLink and SuperNode "
+                                  "processes): its valid call runs in tests/test_wire.py (the insecure fixture) and "
+                                  "its bad arguments, refused before any process starts, in "
+                                  "test_eavesdrop_on_the_wire_refuses_bad_arguments below",
     "flower_defences.AuditGrid": "a Grid wrapper that needs a running ServerApp's Grid; its type checks name "
                                  "the argument, and it runs end to end in tests/test_flower_defences.py",
     "attacks.inversion.LocalTraining": "a description of the client's training, validated where an attack "
@@ -379,7 +379,9 @@ def recipes() -> dict[str, Recipe]:
                      dp=defences.DPLocalSGD(lr=0.1, max_grad_norm=1.0, target_epsilon=1.0, target_delta=1e-5,
                                             total_rounds=3, epochs=1, batch_size=4, accountant="rdp"),
                      generator=torch.Generator().manual_seed(0)))
-    add("data.files.verify", files.verify, lambda: dict(path=__import__("pathlib").Path(__file__), checksum=""))
+    add("data.files.verify", files.verify, lambda: dict(path=Path(__file__), checksum=""),
+        accept={"path:missing_file": "an empty checksum checks nothing (fetch reads the file)",
+                "path:corrupt_file": "an empty checksum checks nothing (fetch reads the file)"})
     # reconstruction
     msgs = lambda: F()["msgs"]  # noqa: E731
     add("attacks.reconstruction.design_matrices", reconstruction.design_matrices, lambda: dict(messages=msgs()),
@@ -597,6 +599,23 @@ def recipes() -> dict[str, Recipe]:
     add("diffusion.mde", diffusion.mde,
         lambda: dict(model=unet(), raw=raw28(), labels=torch.tensor([1, 2]), iterations=2, lr=0.05, n_steps=2,
                      seed=0))
+    # the wire eavesdropper: a fabricated recording (a request and its response) and recovered models
+    from flprivacy import wire
+
+    http = (b"POST /api/v0/fleet/pull-messages HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+
+    def capture() -> wire.Capture:
+        return wire.Capture([{"up": bytearray(http[0]), "down": bytearray(http[1])}])
+
+    def found() -> wire.WireModels:
+        th = F()["theta"]
+        return wire.WireModels(down=[(0, th), (1, th + 1)], up=[(0, th - 1), (1, th)], http_messages=2, objects=4)
+
+    add("wire.Capture", wire.Capture, lambda: dict(connections=capture().connections), compare=False)
+    add("wire.Relay", wire.Relay, lambda: dict(target_port=8080, target_host="127.0.0.1"), compare=False)
+    add("wire.http_messages", wire.http_messages, lambda: dict(data=http[0] + http[1]))
+    add("wire.WireModels.client_messages", lambda client: found().client_messages(client), lambda: dict(client=0))
     # the Flower adapter (optional extra)
     if _available("flprivacy.flower"):
         from flprivacy import flower
@@ -619,6 +638,47 @@ def recipes() -> dict[str, Recipe]:
         add("flower.run_flower", flower.run_flower,
             lambda: dict(model=F()["lin"], clients=F()["clients"], rounds=2, local=F()["LocalSGD"](lr=0.05), seed=0,
                          weighting="size"), compare=True)
+        # the audit path: a tiny audited app run in this process (flower_fx)
+        from flwr.serverapp.strategy import FedAvg
+
+        W = flower_fx
+        add("flower.copy_module", flower.copy_module, lambda: dict(module=W()["net"]()), compare=False)
+        add("flower.attack_model", flower.attack_model,
+            lambda: dict(module=W()["net"](), loss="cross_entropy", reading="train"),
+            post=lambda m: m.forward(W()["theta"], W()["x"]))
+
+        def running(running_mean, running_var):
+            return flower.attack_model(W()["net"](), reading="running",
+                                       buffers={"1.running_mean": running_mean, "1.running_var": running_var})
+
+        add("flower.attack_model.buffers", running, lambda: dict(running_mean=W()["mean"], running_var=W()["var"]),
+            post=lambda m: m.forward(W()["theta"], W()["x"]))
+        add("flower.AuditLog", flower.AuditLog, lambda: dict(module=W()["net"](), loss="cross_entropy"), compare=False)
+        add("flower.AuditLog.buffers", lambda round, client: W()["record"].buffers(round, client),
+            lambda: dict(round=1, client=0))
+        add("flower.AuditLog.attack_model",
+            lambda reading, round, client: W()["record"].attack_model(reading, round, client),
+            lambda: dict(reading="running", round=1, client=1), post=lambda m: m.forward(W()["theta"], W()["x"]))
+        add("flower.AuditLog.save", lambda path: W()["record"].save(path),
+            lambda: dict(path=W()["folder"] / "audit-copy.safetensors"), compare=False,
+            accept={"path:corrupt_file": "saving replaces whatever the file held"})
+        add("flower.AuditLog.load", lambda path, module: flower.AuditLog.load(path, module),
+            lambda: dict(path=W()["folder"] / "audit.safetensors", module=W()["net"]()),
+            post=lambda r: r.message_log().global_trajectory())
+        add("flower.AuditStrategy", flower.AuditStrategy,
+            lambda: dict(inner=FedAvg(), record=flower.AuditLog(W()["net"]())), compare=False)
+        add("flower.audit", flower.audit, lambda: dict(strategy=FedAvg(), module=W()["net"](), loss="cross_entropy"),
+            compare=False)
+        add("flower.save_log", flower.save_log,
+            lambda: dict(log=F()["run"].log, path=W()["folder"] / "log-copy.safetensors"), compare=False,
+            accept={"path:corrupt_file": "saving replaces whatever the file held"})
+        add("flower.load_log", flower.load_log, lambda: dict(path=W()["folder"] / "log.safetensors"),
+            post=lambda log: log.global_trajectory())
+        add("flower.run_server_app", flower.run_server_app,
+            lambda: dict(app=flower.server_app(F()["lin"], [8, 7, 9], rounds=2, theta0=F()["theta"])[0],
+                         grid=flower.InProcessGrid(capp(), 3, seed=0), run_config={}, run_id=1), compare=False)
+        add("wire.recover_models", wire.recover_models,
+            lambda: dict(capture=capture(), model=F()["lin"], key="arrays"), compare=False)
     return R
 
 
@@ -635,6 +695,64 @@ def awa_fx() -> dict:
     return dict(m=m, X=X, y=y, th=th, thn=thn, upd=th - thn, layers=awa.model_layers(m))
 
 
+@functools.cache
+def flower_fx() -> dict:
+    """A tiny audited Flower app (a BatchNorm MLP, two nodes, two rounds) run in this process:
+    its record, saved with the fixture run's MessageLog in a folder removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.serverapp.strategy import FedAvg
+
+    from flprivacy import flower
+
+    def net() -> torch.nn.Module:
+        with torch.random.fork_rng():  # the same initial weights every time, the global stream untouched
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+                                       torch.nn.Linear(4, 2))
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(8, 3, generator=g), torch.tensor([0, 1] * 4)
+    client = ClientApp()
+
+    @client.train()
+    def train(msg: Message, context: Context) -> Message:
+        m = net()
+        m.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+        c = context.node_config["partition-id"]
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        m.train()
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(m(X[4 * c:4 * c + 4]), y[4 * c:4 * c + 4]).backward()
+        opt.step()
+        return Message(content=RecordDict({"arrays": ArrayRecord(m.state_dict()),
+                                           "metrics": MetricRecord({"num-examples": 4})}), reply_to=msg)
+
+    server, box = ServerApp(), {}
+
+    @server.main()
+    def main(grid: Grid, context: Context) -> None:
+        box["strategy"] = s = flower.audit(FedAvg(fraction_evaluate=0.0), net())
+        s.start(grid=grid, initial_arrays=ArrayRecord(net().state_dict()), num_rounds=2,
+                train_config=ConfigRecord({"lr": 0.1}))
+
+    with flower.quiet_flower():
+        flower.run_server_app(server, flower.InProcessGrid(client, 2))
+    record = box["strategy"].record
+    folder = Path(tempfile.mkdtemp(prefix="flprivacy-bad-inputs-"))
+    atexit.register(shutil.rmtree, folder, True)
+    record.save(folder / "audit.safetensors")
+    flower.save_log(fx()["run"].log, folder / "log.safetensors")
+    bufs = record.buffers(1)
+    return dict(net=net, record=record, folder=folder, mean=bufs["1.running_mean"], var=bufs["1.running_var"],
+                x=torch.randn(5, 3, generator=g), theta=record.globals[1])
+
+
 # ---- mutations --------------------------------------------------------------------------------------------
 SEED_NAMES = {"seed"}
 SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_clients", "n_images", "n_rounds",
@@ -642,13 +760,33 @@ SIZE_NAMES = {"n", "n_samples", "epochs", "batch_size", "steps", "rounds", "n_cl
               "n_classes", "n_outputs", "in_channels", "image_size", "E", "S_c", "B", "K", "d", "n_c", "max_steps",
               "pilot_steps", "check_every", "chunk", "n_uniform", "restarts", "local_steps", "n_synthetic",
               "n_rounds", "start_round", "target", "client", "attacker", "column", "t", "scale_factor", "round",
-              "n_nodes", "clients_per_round", "low"}
+              "n_nodes", "clients_per_round", "low", "target_port", "run_id"}
 RATE_NAMES = {"lr", "eta", "server_lr", "local_lr", "fit_lr", "decode_lr", "attack_lr", "val_fraction", "h", "sigma",
               "lam", "delta", "scale", "fraction", "noise_std", "mse", "temperature", "data_range",
               "rtol", "sigma_y", "noise_multiplier", "max_grad_norm"}
 CHOICE_NAMES = {"weighting", "loss", "split", "kind", "distance", "optimizer", "init", "subset", "method", "name",
                 "state", "source", "occupation", "decode_optimizer", "on_singular", "target", "relaxation",
-                "sampler"}
+                "sampler", "reading"}
+PATH_NAMES = {"path"}
+
+
+@functools.cache
+def _scratch() -> Path:
+    """A folder for the path mutations (removed at exit)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="flprivacy-bad-paths-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _corrupt_file() -> Path:
+    """A new file of bytes that no reader of the library accepts."""
+    path = _scratch() / f"corrupt-{len(list(_scratch().iterdir()))}.safetensors"
+    path.write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00not a file of its kind")
+    return path
 
 
 def _mutations(name: str, value):
@@ -681,6 +819,9 @@ def _mutations(name: str, value):
         if name in RATE_NAMES:
             yield "bad_rate", math.nan, "raise"
             yield "bad_rate", -1.0, "raise"
+    elif name in PATH_NAMES and isinstance(value, (str, Path)):
+        yield "missing_file", _scratch() / "no such folder" / Path(value).name, "raise"
+        yield "corrupt_file", _corrupt_file(), "raise"
     elif isinstance(value, str):
         if name in CHOICE_NAMES:
             yield "unknown_name", "nonexistent", "raise"
@@ -832,6 +973,104 @@ def test_the_sweep_ran_on_most_recipes(swept):
     # only a data loader whose file is absent from FLPRIVACY_DATA_DIR may fail its valid call
     assert all("DataNotFoundError" in b for b in broken), broken
     assert len({c.recipe for c in cases}) >= 70 and len(cases) >= 300
+
+
+# ---- arguments the sweep does not mutate: objects of the Flower audit path and the wire ----------------
+def _wrong_objects() -> list[tuple[str, Callable[[], object], str]]:
+    """(label, a call with one wrong argument, that argument's name)."""
+    from flprivacy import wire
+
+    F = fx
+    out = [
+        ("Capture(connections=str)", lambda: wire.Capture("bytes"), "connections"),
+        ("Capture(connections=[str])", lambda: wire.Capture(["bytes"]), "connections"),
+        ("Relay(target_port=70000)", lambda: wire.Relay(70000), "target_port"),
+        ("Relay(target_port=str)", lambda: wire.Relay("8080"), "target_port"),
+        ("Relay(target_host=None)", lambda: wire.Relay(8080, None), "target_host"),
+        ("http_messages(data=str)", lambda: wire.http_messages("POST / HTTP/1.1\r\n\r\n"), "data"),
+        ("WireModels.client_messages(client=str)",
+         lambda: wire.WireModels([(0, F()["theta"])], [(0, F()["theta"])], 2, 2).client_messages("0"), "client"),
+    ]
+    if not _available("flprivacy.flower"):
+        return out
+    from flwr.serverapp.strategy import FedAvg
+
+    from flprivacy import flower
+
+    W = flower_fx
+    out += [
+        ("recover_models(capture=bytes)", lambda: wire.recover_models(b"", F()["lin"]), "capture"),
+        ("recover_models(model=nn.Module)", lambda: wire.recover_models(wire.Capture(), W()["net"]()), "model"),
+        ("recover_models(key=int)", lambda: wire.recover_models(wire.Capture(), F()["lin"], key=0), "key"),
+        ("copy_module(module=FLModel)", lambda: flower.copy_module(F()["lin"]), "module"),
+        ("attack_model(module=FLModel)", lambda: flower.attack_model(F()["lin"]), "module"),
+        ("attack_model(buffers=list)", lambda: flower.attack_model(W()["net"](), reading="running", buffers=[]),
+         "buffers"),
+        ("attack_model(buffers without the variance)",
+         lambda: flower.attack_model(W()["net"](), reading="running", buffers={"1.running_mean": W()["mean"]}),
+         "buffers"),
+        ("attack_model(negative running_var)",
+         lambda: flower.attack_model(W()["net"](), reading="running",
+                                     buffers={"1.running_mean": W()["mean"], "1.running_var": -W()["var"]}),
+         "running_var"),
+        ("AuditLog(module=FLModel)", lambda: flower.AuditLog(F()["lin"]), "module"),
+        ("AuditLog.buffers(round past the record)", lambda: W()["record"].buffers(9), "round"),
+        ("AuditLog.buffers(client never recorded)", lambda: W()["record"].buffers(0, 7), "client"),
+        ("AuditLog.load(module of another architecture)",
+         lambda: flower.AuditLog.load(W()["folder"] / "audit.safetensors", torch.nn.Linear(3, 2)), "module"),
+        ("AuditLog.load(path=a MessageLog file)",
+         lambda: flower.AuditLog.load(W()["folder"] / "log.safetensors", W()["net"]()), "path"),
+        ("AuditLog.save(path=int)", lambda: W()["record"].save(3), "path"),
+        ("AuditStrategy(inner=FLModel)", lambda: flower.AuditStrategy(F()["lin"], flower.AuditLog(W()["net"]())),
+         "inner"),
+        ("AuditStrategy(record=MessageLog)", lambda: flower.AuditStrategy(FedAvg(), F()["run"].log), "record"),
+        ("audit(strategy=AuditLog)", lambda: flower.audit(flower.AuditLog(W()["net"]()), W()["net"]()), "strategy"),
+        ("audit(module=FLModel)", lambda: flower.audit(FedAvg(), F()["lin"]), "module"),
+        ("save_log(log=AuditLog)", lambda: flower.save_log(W()["record"], W()["folder"] / "x.safetensors"), "log"),
+        ("load_log(path=an AuditLog file)", lambda: flower.load_log(W()["folder"] / "audit.safetensors"), "path"),
+        ("load_log(path=None)", lambda: flower.load_log(None), "path"),
+        ("run_server_app(app=ClientApp)", lambda: flower.run_server_app(
+            flower.client_app(F()["lin"], F()["clients"], F()["LocalSGD"](lr=0.05)),
+            flower.InProcessGrid(flower.client_app(F()["lin"], F()["clients"], F()["LocalSGD"](lr=0.05)), 3)), "app"),
+        ("run_server_app(run_config=list)", lambda: flower.run_server_app(
+            flower.server_app(F()["lin"], [8, 7, 9], rounds=1, theta0=F()["theta"])[0],
+            flower.InProcessGrid(flower.client_app(F()["lin"], F()["clients"], F()["LocalSGD"](lr=0.05)), 3),
+            run_config=[]), "run_config"),
+    ]
+    return out
+
+
+@pytest.mark.parametrize("label", [label for label, _, _ in _wrong_objects()])
+def test_flower_audit_and_wire_objects_of_the_wrong_kind_are_refused(label):
+    """Arguments the sweep's rules do not reach (modules, strategies, records, captures, paths to
+    the wrong kind of file) are refused with an error naming the argument."""
+    call, arg = next((c, a) for lab, c, a in _wrong_objects() if lab == label)
+    with pytest.raises(CLEAR_TYPES) as e:
+        call()
+    assert names_argument(str(e.value), arg), f"{label}: the error does not name {arg}: {e.value}"
+
+
+@pytest.mark.parametrize("kw, arg", [(dict(secure=False, rounds=0), "rounds"), (dict(secure=False, seed=-1), "seed"),
+                                     (dict(secure=False, timeout=math.nan), "timeout"), (dict(secure="no"), "secure")])
+def test_eavesdrop_on_the_wire_refuses_bad_arguments(kw, arg):
+    """The demonstration checks its arguments before it starts any process."""
+    from flprivacy.wire import eavesdrop_on_the_wire
+
+    with pytest.raises(CLEAR_TYPES) as e:
+        eavesdrop_on_the_wire(**kw)
+    assert names_argument(str(e.value), arg), str(e.value)
+
+
+def test_http_parser_stops_at_malformed_messages():
+    """A recording that stops being HTTP (a chunk size or length that is not a number, a body
+    that does not decompress as its header says) ends the parse; the messages before it stand."""
+    from flprivacy.wire import http_messages
+
+    good = b"POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+    for bad in (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxy\r\n0\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\nContent-Length: three\r\n\r\nabc",
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Encoding: gzip\r\n\r\nabc"):
+        assert [(m[0], m[2]) for m in http_messages(good + bad + good)] == [("POST /a HTTP/1.1", b"abc")]
 
 
 if __name__ == "__main__":

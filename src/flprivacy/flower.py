@@ -41,10 +41,12 @@ Install the optional dependency with ``pip install flprivacy[flower]`` (or
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -71,7 +73,7 @@ from .federation import ClientData, FLRun, LocalTrainer, check_clients, client_w
 from .log import MessageLog
 from .models import FLModel
 from .threats import Adversary
-from .validation import NonFiniteError, check_choice, check_finite, check_int, check_seed
+from .validation import NonFiniteError, as_tensor, check_choice, check_finite, check_int, check_seed
 
 __all__ = ["RecordingStrategy", "InProcessGrid", "client_app", "server_app", "run_flower", "to_arrays", "from_arrays",
            "quiet_flower", "audit", "AuditStrategy", "AuditLog", "attack_model", "run_server_app", "save_log", "load_log"]
@@ -643,6 +645,10 @@ def run_server_app(app: ServerApp, grid: Grid, *, run_config: dict | None = None
         raise TypeError(f"run_server_app: app must be a flwr ServerApp; got {type(app).__name__}.")
     if not isinstance(grid, Grid):
         raise TypeError(f"run_server_app: grid must be a flwr Grid (e.g. InProcessGrid); got {type(grid).__name__}.")
+    if run_config is not None and not isinstance(run_config, dict):
+        raise TypeError(f"run_server_app: run_config must be a dict (the app's run config) or None; got "
+                        f"{type(run_config).__name__}.")
+    run_id = check_int("run_id", run_id, "run_server_app", minimum=0)
     config = dict(run_config or {})
     if isinstance(grid, InProcessGrid) and not run_config:
         config = dict(grid.run_config)
@@ -693,6 +699,9 @@ def attack_model(module: torch.nn.Module, loss: str = "cross_entropy", *, readin
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"{where}: module must be a torch.nn.Module; got {type(module).__name__}.")
     check_choice("reading", reading, ("train", "running"), where)
+    if buffers is not None and not isinstance(buffers, Mapping):
+        raise TypeError(f"{where}: buffers must be a dict of the module's buffers by name (AuditLog.buffers(...)); "
+                        f"got {type(buffers).__name__}.")
     m = copy_module(module)
     named = dict(m.named_modules())
     for name, sub in list(named.items()):
@@ -701,9 +710,11 @@ def attack_model(module: torch.nn.Module, loss: str = "cross_entropy", *, readin
                 if buffers is None:
                     raise ValueError(f"{where}: reading='running' needs the recorded buffers (AuditLog.buffers(...)).")
                 key = f"{name}." if name else ""
-                if f"{key}running_mean" not in buffers:
-                    raise ValueError(f"{where}: buffers lack {key}running_mean; pass the module's recorded state.")
-                fixed = _FixedNorm(sub, buffers[f"{key}running_mean"], buffers[f"{key}running_var"])
+                mean, var = (_running_statistic(buffers, f"{key}running_{s}", sub, where) for s in ("mean", "var"))
+                if bool((var < 0).any()):
+                    raise ValueError(f"{where}: buffers[{key + 'running_var'!r}] holds negative variances; pass the "
+                                     "module's recorded state (AuditLog.buffers(...)).")
+                fixed = _FixedNorm(sub, mean, var)
                 parent, _, child = name.rpartition(".")
                 setattr(named[parent] if parent else m, child, fixed)
             else:
@@ -717,10 +728,25 @@ def attack_model(module: torch.nn.Module, loss: str = "cross_entropy", *, readin
     return FLModel(m, loss)  # type: ignore[arg-type]
 
 
+def _running_statistic(buffers: Mapping[str, Tensor], name: str, bn: torch.nn.Module, where: str) -> Tensor:
+    """``buffers[name]``, a BatchNorm layer's recorded running mean or variance, checked against the layer."""
+    arg = f"buffers[{name!r}]"
+    if name not in buffers:
+        raise ValueError(f"{where}: buffers lack {name}; pass the module's recorded state (AuditLog.buffers(...)).")
+    dtype = (bn.weight if bn.weight is not None else bn.running_mean).dtype
+    x = as_tensor(arg, buffers[name], where=where, dtype=dtype, ndim=1)
+    if x.numel() != bn.num_features:
+        raise ValueError(f"{where}: {arg} must hold the layer's {bn.num_features} features; got {x.numel()}. Pass "
+                         "the buffers recorded with this module (AuditLog.buffers(...)).")
+    return check_finite(arg, x, where, "the recorded BatchNorm statistics are corrupt")
+
+
 def copy_module(module: torch.nn.Module) -> torch.nn.Module:
     """A deep copy of ``module`` (its parameters are the template; the original is untouched)."""
     import copy
 
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"copy_module: module must be a torch.nn.Module; got {type(module).__name__}.")
     return copy.deepcopy(module)
 
 
@@ -740,6 +766,8 @@ class AuditLog:
     """
 
     def __init__(self, module: torch.nn.Module, loss: str = "cross_entropy"):
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"AuditLog: module must be the app's torch.nn.Module; got {type(module).__name__}.")
         self.module = module
         self.loss = str(loss)
         self.model = attack_model(module, loss, reading="train")
@@ -801,17 +829,32 @@ class AuditLog:
         """The buffers (e.g. BatchNorm running statistics) of the global model of ``round``
         (``client=None``; ``round = rounds`` is the final model) or of the model ``client``
         returned in it."""
+        return self._buffers(round, client, "AuditLog.buffers")
+
+    def _buffers(self, round: int, client: int | None, where: str) -> dict[str, Tensor]:
+        round = check_int("round", round, where)
         if client is None:
+            if round >= len(self.global_buffers):
+                raise ValueError(f"{where}: round must be in 0..{len(self.global_buffers) - 1} (a recorded global "
+                                 f"model); got {round}.")
             return dict(self.global_buffers[round])
+        client = check_int("client", client, where)
+        if (round, client) not in self.returned_buffers:
+            replies = sorted(c for t, c in self.returned_buffers if t == round)
+            raise ValueError(f"{where}: no reply of client {client} in round {round} was recorded (round {round}'s "
+                             f"replies: clients {replies}); pass a recorded round and client, or client=None for the "
+                             "global model.")
         return dict(self.returned_buffers[(round, client)])
 
     def attack_model(self, reading: Reading = "train", round: int = 0, client: int | None = None) -> FLModel:
         """:func:`attack_model` for this app: ``reading="train"`` (batch statistics, what local
         training used) or ``"running"`` (the running statistics recorded with the global model
         of ``round``, or with ``client``'s reply)."""
+        check_choice("reading", reading, ("train", "running"), "AuditLog.attack_model")
         if reading == "train":
             return self.model
-        return attack_model(self.module, self.loss, reading="running", buffers=self.buffers(round, client))
+        return attack_model(self.module, self.loss, reading="running",
+                            buffers=self._buffers(round, client, "AuditLog.attack_model"))
 
     def message_log(self) -> MessageLog:
         """The recorded run as the book's :class:`~flprivacy.log.MessageLog`: weights p_c ∝ the
@@ -838,9 +881,9 @@ class AuditLog:
     def save(self, path: str | Path) -> Path:
         """Write the record to ``path`` (safetensors: every array once, float arrays in their
         own dtype, the rest as JSON metadata)."""
-        import json
-
         from safetensors.torch import save_file
+
+        path = _path_to_write(path, "AuditLog.save")
 
         tensors: dict[str, Tensor] = {}
         for t, g in enumerate(self.globals):
@@ -854,21 +897,18 @@ class AuditLog:
         meta = {"node_ids": [str(i) for i in self.node_ids], "sampled": self.sampled, "loss": self.loss,
                 "metrics": [[t, c, m] for (t, c), m in self.metrics.items()],
                 "failures": [[t, c, r] for (t, c), r in self.failures.items()]}
-        path = Path(path)
         save_file(tensors, str(path), metadata={"flprivacy.audit": json.dumps(meta)})
         return path
 
     @classmethod
     def load(cls, path: str | Path, module: torch.nn.Module) -> AuditLog:
         """Read a record written by :meth:`save`; ``module`` is the app's architecture."""
-        import json
-
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="pt") as f:
-            meta = json.loads(f.metadata()["flprivacy.audit"])
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        where = "AuditLog.load"
+        meta, tensors = _read_safetensors(path, "flprivacy.audit", where, "AuditLog.save")
         out = cls(module, meta["loss"])
+        if "global/0" in tensors and tensors["global/0"].numel() != out.model.dim:
+            raise ValueError(f"{where}: the record's models have {tensors['global/0'].numel()} parameters, module has "
+                             f"{out.model.dim}; pass the architecture of the audited app.")
         out.node_ids = [int(i) for i in meta["node_ids"]]
         out.sampled = [list(s) for s in meta["sampled"]]
         n_globals = sum(1 for k in tensors if k.startswith("global/"))
@@ -900,6 +940,12 @@ class AuditStrategy(Strategy):
     """
 
     def __init__(self, inner: Strategy, record: AuditLog):
+        if not isinstance(inner, Strategy):
+            raise TypeError(f"AuditStrategy: inner must be the app's Flower Strategy (e.g. FedAvg()); got "
+                            f"{type(inner).__name__}. audit(strategy, module) builds both.")
+        if not isinstance(record, AuditLog):
+            raise TypeError(f"AuditStrategy: record must be an AuditLog (AuditLog(module)); got "
+                            f"{type(record).__name__}.")
         self.inner, self.record = inner, record
         self.key = getattr(inner, "arrayrecord_key", ARRAYS)
         self.failed_nodes: set[int] = set()
@@ -1003,12 +1049,11 @@ def save_log(log: MessageLog, path: str | Path) -> Path:
     global model once, one returned model per recorded exchange, a sent model only where it
     was forged, all in the log's own dtype (no pickle; the rest is JSON metadata).
     :func:`load_log` reads it back."""
-    import json
-
     from safetensors.torch import save_file
 
     if not isinstance(log, MessageLog):
         raise TypeError(f"save_log: log must be a MessageLog; got {type(log).__name__}.")
+    path = _path_to_write(path, "save_log")
     tensors = {f"global/{t}": log.global_models[t].contiguous() for t in range(len(log.global_models))}
     exchanges = []
     for e in log.exchanges():
@@ -1019,7 +1064,6 @@ def save_log(log: MessageLog, path: str | Path) -> Path:
     meta = {"n_clients": log.n_clients, "weights": [float(w) for w in log.weights], "n_samples": list(log.n_samples),
             "server_lr": float(log.server_lr), "participants": log.participants, "exchanges": exchanges,
             "failures": [[t, c, r] for (t, c), r in log.failures.items()]}
-    path = Path(path)
     save_file(tensors, str(path), metadata={"flprivacy.message_log": json.dumps(meta)})
     return path
 
@@ -1027,13 +1071,7 @@ def save_log(log: MessageLog, path: str | Path) -> Path:
 def load_log(path: str | Path) -> MessageLog:
     """Read a :class:`~flprivacy.log.MessageLog` written by :func:`save_log`, through the log's
     own write API (so its rules are checked again)."""
-    import json
-
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        meta = json.loads(f.metadata()["flprivacy.message_log"])
-        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open has no __iter__
+    meta, tensors = _read_safetensors(path, "flprivacy.message_log", "load_log", "save_log")
     log = MessageLog(meta["n_clients"], torch.tensor(meta["weights"], dtype=torch.float64), meta["n_samples"],
                      meta["server_lr"])
     forged = {(t, c): fg for t, c, fg in meta["exchanges"]}
@@ -1054,3 +1092,36 @@ def load_log(path: str | Path) -> MessageLog:
     if len(meta["participants"]) + 1 == sum(1 for k in tensors if k.startswith("global/")):
         log.finish(tensors[f"global/{len(meta['participants'])}"])
     return log
+
+
+def _path_to_write(path: str | os.PathLike, where: str) -> Path:
+    """``path`` as a :class:`~pathlib.Path` in a folder that exists."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a str or pathlib.Path; got {type(path).__name__}.")
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{where}: path {str(path)!r} is in a folder that does not exist; create "
+                                f"{str(path.parent)!r} first or pass a path in an existing folder.")
+    return path
+
+
+def _read_safetensors(path: str | os.PathLike, key: str, where: str, writer: str) -> tuple[dict, dict[str, Tensor]]:
+    """The JSON metadata under ``key`` and the tensors of a safetensors file written by ``writer``."""
+    from safetensors import SafetensorError, safe_open
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a str or pathlib.Path; got {type(path).__name__}.")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{where}: path {str(path)!r} is not a file; pass the file {writer} wrote.")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            raw = (f.metadata() or {}).get(key, "null")
+            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open has no __iter__
+        meta = json.loads(raw)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise ValueError(f"{where}: path {str(path)!r} is not a readable safetensors file ({e}); pass the file "
+                         f"{writer} wrote.") from None
+    if not meta or type(meta) is not dict:
+        raise ValueError(f"{where}: path {str(path)!r} holds no {key!r} record: it was not written by {writer}. "
+                         f"Pass the file {writer} wrote.")
+    return meta, tensors

@@ -27,6 +27,7 @@ from torch import Tensor
 
 from .log import ClientMessages
 from .models import FLModel
+from .validation import check_int, check_positive, check_seed
 
 __all__ = ["Relay", "Capture", "WireModels", "http_messages", "recover_models", "eavesdrop_on_the_wire"]
 
@@ -39,6 +40,15 @@ class Capture:
     the bytes sent up (SuperNode to SuperLink) and down."""
 
     connections: list[dict[str, bytearray]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.connections, list):
+            raise TypeError(f"Capture: connections must be a list of {{'up': bytes, 'down': bytes}} dicts; got "
+                            f"{type(self.connections).__name__}.")
+        for i, c in enumerate(self.connections):
+            if not (isinstance(c, dict) and all(isinstance(c.get(d), (bytes, bytearray)) for d in (UP, DOWN))):
+                raise TypeError(f"Capture: connections[{i}] must be a dict with the bytes sent 'up' and 'down' "
+                                f"(bytes or bytearray each); got {c!r:.80}.")
 
     @property
     def nbytes(self) -> int:
@@ -56,7 +66,13 @@ class Relay:
     threads (also as a context manager)."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1"):
-        self.target = (target_host, int(target_port))
+        target_port = check_int("target_port", target_port, "Relay", minimum=1)
+        if target_port > 65535:
+            raise ValueError(f"Relay: target_port must be a TCP port in 1..65535; got {target_port}.")
+        if not isinstance(target_host, str) or not target_host:
+            raise TypeError(f"Relay: target_host must be a host name or address (a str, e.g. '127.0.0.1'); got "
+                            f"{target_host!r}.")
+        self.target = (target_host, target_port)
         self.capture = Capture()
         self._lock = threading.Lock()
         self._socks: list[socket.socket] = []
@@ -137,7 +153,12 @@ class Relay:
 def http_messages(data: bytes) -> list[tuple[str, dict[str, str], bytes]]:
     """The HTTP/1.1 messages (start line, headers, decoded body) at the start of ``data``, in
     order; parsing stops at the first bytes that are not HTTP (e.g. a TLS record) or at a
-    message cut short."""
+    message cut short (or malformed: a length or chunk size that is not a number, a body that
+    does not decompress as its header says)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"http_messages: data must be the recorded bytes (bytes or bytearray, e.g. "
+                        f"capture.connections[0]['up']); got {type(data).__name__}.")
+    data = bytes(data)
     out, i = [], 0
     while i < len(data):
         j = data.find(b"\r\n\r\n", i)
@@ -155,7 +176,10 @@ def http_messages(data: bytes) -> list[tuple[str, dict[str, str], bytes]]:
                 k = data.find(b"\r\n", i)
                 if k < 0:
                     return out
-                size = int(data[i:k].split(b";")[0], 16)
+                try:
+                    size = int(data[i:k].split(b";")[0], 16)
+                except ValueError:  # not a chunk size: not HTTP
+                    return out
                 i = k + 2
                 if size == 0:
                     i = data.find(b"\r\n\r\n", i - 2) + 4 if data.find(b"\r\n\r\n", i - 2) >= 0 else len(data)
@@ -164,15 +188,21 @@ def http_messages(data: bytes) -> list[tuple[str, dict[str, str], bytes]]:
                 i += size + 2
             body = bytes(body)
         else:
-            n = int(headers.get("content-length", "0"))
-            if i + n > len(data):
+            try:
+                n = int(headers.get("content-length", "0"))
+            except ValueError:  # not a length: not HTTP
+                break
+            if n < 0 or i + n > len(data):
                 break
             body, i = data[i:i + n], i + n
         enc = headers.get("content-encoding", "").lower()
-        if enc == "gzip":
-            body = gzip.decompress(body)
-        elif enc == "deflate":
-            body = zlib.decompress(body)
+        try:
+            if enc == "gzip":
+                body = gzip.decompress(body)
+            elif enc == "deflate":
+                body = zlib.decompress(body)
+        except (OSError, EOFError, zlib.error):  # a body that is not what its header says: not HTTP
+            break
         out.append((start, headers, body))
     return out
 
@@ -192,6 +222,7 @@ class WireModels:
     def client_messages(self, client: int) -> ClientMessages:
         """The eavesdropped exchanges of the node's client: each round's sent model with the
         reply to it (the rounds where both crossed the wire)."""
+        client = check_int("client", client, "WireModels.client_messages")
         sent, back = dict(self.down), dict(self.up)
         rounds = sorted(set(sent) & set(back))
         if not rounds:
@@ -214,6 +245,15 @@ def recover_models(capture: Capture, model: FLModel, key: str = "arrays") -> Wir
     ``ArrayRecord`` under ``key`` read as θ (:func:`flprivacy.flower.from_arrays`). Bytes that
     are not HTTP (TLS) yield nothing.
     """
+    where = "recover_models"
+    if not isinstance(capture, Capture):
+        raise TypeError(f"{where}: capture must be a Capture (a Relay's .capture); got {type(capture).__name__}.")
+    if not isinstance(model, FLModel):
+        raise TypeError(f"{where}: model must be the FLModel the federation trains (e.g. linear_regression(d)); got "
+                        f"{type(model).__name__}.")
+    if not isinstance(key, str):
+        raise TypeError(f"{where}: key must be the ArrayRecord's key in the messages (a str, 'arrays' for FedAvg); "
+                        f"got {type(key).__name__}.")
     from flwr.proto.fleet_pb2 import PullMessagesResponse, PushMessagesRequest
     from flwr.proto.message_pb2 import PullObjectResponse, PushObjectRequest
     from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
@@ -267,6 +307,13 @@ def eavesdrop_on_the_wire(*, secure: bool, rounds: int = 4, seed: int = 0, timeo
     reconstruction from them (``"reconstruction"``, else None). ``secure=False`` is Flower's
     ``--insecure`` mode, used here only to show what it exposes."""
     import warnings
+
+    where = "eavesdrop_on_the_wire"
+    if not isinstance(secure, bool):
+        raise TypeError(f"{where}: secure must be True (TLS) or False (Flower's --insecure mode); got {secure!r}.")
+    check_int("rounds", rounds, where, minimum=1)
+    check_seed("seed", seed, where)
+    check_positive("timeout", timeout, where)
 
     from . import LocalSGD, linear_regression
     from .attacks.reconstruction import reconstruct_least_squares
