@@ -136,6 +136,7 @@ SKIP: dict[str, str] = {
     "attacks.active.adam_step": "one Adam step on a state object; AdamActive and simulate_adam_active check its inputs",
     "plotting.set_style": "figure style, no data arguments",
     "config.project_root": "takes no arguments",
+    "ports.free_port": "takes no arguments",
     "models.ResNet9": "the nn.Module behind resnet9(), which its tests cover",
     "flower.quiet_flower": "a context manager around Flower's logger; its only argument is a logging level",
     "plotting.image_grid": "figures; exercised by the notebooks",
@@ -612,8 +613,8 @@ def recipes() -> dict[str, Recipe]:
         th = F()["theta"]
         return wire.WireModels(down=[(0, th), (1, th + 1)], up=[(0, th - 1), (1, th)], http_messages=2, objects=4)
 
-    add("wire.Capture", wire.Capture, lambda: dict(connections=capture().connections), compare=False)
-    add("wire.Relay", wire.Relay, lambda: dict(target_port=8080, target_host="127.0.0.1"), compare=False)
+    add("relay.Capture", wire.Capture, lambda: dict(connections=capture().connections), compare=False)
+    add("relay.Relay", wire.Relay, lambda: dict(target_port=8080, target_host="127.0.0.1"), compare=False)
     add("wire.http_messages", wire.http_messages, lambda: dict(data=http[0] + http[1]))
     add("wire.WireModels.client_messages", lambda client: found().client_messages(client), lambda: dict(client=0))
     # the Flower adapter (optional extra)

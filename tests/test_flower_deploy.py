@@ -429,7 +429,7 @@ def test_free_port_avoids_the_ephemeral_range_and_never_repeats():
     handed out twice by one process."""
     import socket
 
-    from flprivacy.flower_deploy import _ephemeral_low, free_port
+    from flprivacy.ports import _ephemeral_low, free_port
 
     ports = [free_port() for _ in range(50)]
     assert len(set(ports)) == len(ports)

@@ -65,10 +65,12 @@ from .federation import ClientData, FLRun, LocalTrainer
 from .flower import PARTITION, client_app, server_app
 from .log import Exchange, MessageLog
 from .models import FLModel
+from .ports import free_port
+from .relay import Relay
 from .threats import Adversary, SendBack
 
 __all__ = ["deploy", "Deployment", "DeploymentError", "deployed_serverapp", "deployed_clientapp", "APP_DIR",
-           "free_port", "make_certificates", "make_node_key", "Certificates", "InsecureDeploymentWarning", "save_log",
+           "make_certificates", "make_node_key", "Certificates", "InsecureDeploymentWarning", "save_log",
            "load_log"]
 
 APP_DIR = Path(__file__).resolve().parents[2] / "deploy"  # the Flower App folder (its pyproject.toml)
@@ -390,44 +392,6 @@ def make_node_key(folder: str | Path, name: str) -> tuple[Path, Path]:
 
 
 # ---- the harness ------------------------------------------------------------------------------------------------
-_ISSUED: set[int] = set()  # ports free_port has handed out in this process
-
-
-def _ephemeral_low() -> int:
-    """The lowest port the OS gives outgoing connections (Linux: ip_local_port_range; else 32768)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now, below the OS's ephemeral range, not handed out before.
-
-    Between this call and the process that binds the port, nothing holds it. A port the OS picks
-    (bind to 0) comes from the ephemeral range, where every outgoing connection of the machine
-    (the deployment's own HTTP clients, a deployment running beside it) takes its local port: one
-    did take a SuperNode's port in a test run ("address already in use"). Ports below that range
-    are only ever bound on purpose, and a random draw (the OS's randomness: a seeded ``random``
-    would give two processes the same sequence) makes two deployments unlikely to meet.
-    """
-    high = min(_ephemeral_low(), 32768)
-    low, pick = max(1024, high - 12000), random.SystemRandom()
-    for _ in range(200):
-        port = pick.randrange(low, high)
-        if port in _ISSUED:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _ISSUED.add(port)
-        return port
-    raise DeploymentError(f"free_port: no free TCP port found in [{low}, {high}) after 200 "
-                          "tries; free some ports or raise the ephemeral range's lower bound.")
-
-
 @dataclass
 class Deployment:
     """The processes of a loopback deployment, started by ``start_superlink`` and
@@ -747,7 +711,7 @@ def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: i
     and SuperNode authentication (see the module's description); ``secure=False`` runs Flower's
     ``--insecure`` mode (plain HTTP, any node accepted) and warns with
     :class:`InsecureDeploymentWarning`: it exists for the eavesdropper's demonstration
-    (:mod:`flprivacy.wire`). ``relay_client=c`` puts a :class:`flprivacy.wire.Relay` between
+    (:mod:`flprivacy.wire`). ``relay_client=c`` puts a :class:`flprivacy.relay.Relay` between
     client c's SuperNode and the SuperLink; what it recorded is ``settings["wire"]``.
 
     Faults: ``start`` lists the clients whose SuperNodes start before ``flwr run`` (all by
@@ -794,8 +758,6 @@ def deploy(model: tuple[str, tuple], clients: Sequence[ClientData], *, rounds: i
             if secure:
                 dep.register(range(len(clients)))
             if relay_client is not None:
-                from .wire import Relay
-
                 relay = Relay(dep.superlink_port).start()
             for c in range(len(clients)) if start is None else start:
                 dep.start_supernode(c, files[c], port=relay.port if relay is not None and c == relay_client else None)
