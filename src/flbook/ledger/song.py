@@ -21,7 +21,7 @@ This module imports nothing heavy at its top: the constants are plain data.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from statistics import mean
 from typing import Any
 
@@ -423,25 +423,42 @@ def fully_run(r18: Mapping[tuple[str, str, str], Mapping[str, Any]], model: str)
     return out
 
 
-def rows() -> list[Row]:
-    """One row per numbered result of Song et al. 2025."""
-    live = live_propositions()
-    quick = record_or_none("awa_table4", "quick")
-    paper_file = record_or_none("awa_table4", "paper")
-    cost = record_or_none("awa_table4_cost", "paper")
-    t3 = record_or_none("awa_table3", "quick")
-    diag = record_or_none("awa_diagnostics", "fixed")
-    r18 = resnet18_runs()
-    bo18 = resnet18_bo_runs()
-    cost_text = _cost_text(cost)
-    out: list[Row] = []
+_SYNTH = "synthetic (as in the paper)"  # the data of the rows checked live
+
+
+def _adder(out: list[Row]) -> Callable[..., None]:
+    """``add(result_id, claim, paper_value, ours, verdict, *, data, file, record)``: append one of this
+    paper's rows to ``out``."""
 
     def add(result_id: str, claim: str, paper_value: str, ours: str, verdict: Verdict, *, data: str = "real",
             file: str = "", record: Mapping[str, Any] | None = None) -> None:
         out.append(row(paper=PAPER, result_id=result_id, claim=claim, paper_value=paper_value, ours=ours,
                        verdict=verdict, chapter=CHAPTER, data=data, file=file, record=record))
 
-    synth = "synthetic (as in the paper)"
+    return add
+
+
+def _table3_runs(t3: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The quick Table III file's runs when it holds every case of Table III, else none."""
+    return t3["data"]["runs"] if t3 and set(t3["data"]["runs"]) == set(TABLE_III) else {}
+
+
+def _paper_scale_reason(cost: Mapping[str, Any] | None, r18: Mapping[tuple[str, str, str], Any]) -> str:
+    """Why a row at the paper's scale is not run: the BO protocol's cost, and which cases ran at
+    ResNet-18 without a BO of ours."""
+    reason_paper_scale = ("paper scale (ResNet-18, 32x32) not run: " + _cost_text(cost) + "; the quick-scale file "
+                          "is a different model (3-layer CNN on 16x16 images) and does not decide this row")
+    r18_cases = sorted({c for (_, c, _) in r18})
+    if r18_cases:
+        reason_paper_scale += ("; the attacks without a BO of ours ran at ResNet-18 for " + ", ".join(r18_cases)
+                               + " (awa_table4_resnet18/, Table IV's cells)")
+    return reason_paper_scale
+
+
+def _scenario_rows(live: Mapping[str, Any]) -> list[Row]:
+    """§3's four scenarios, and Table IV's missing DLG cell of case 4."""
+    out: list[Row] = []
+    add = _adder(out)
     # §3: the four scenarios
     for n, case in enumerate(("case 1", "case 2", "case 3"), start=1):
         gaps = live[case]
@@ -449,7 +466,7 @@ def rows() -> list[Row]:
         add(f"Song §3 Scenario {n} (E={E}, B={B}) exact replay", QUOTES[f"Scenario {n}"], "the attacker replays G_t "
             "exactly", f"relative replay gap ≤ {max(gaps):.1e} over {len(gaps)} client seeds (float64 CNN with "
             "BatchNorm)", bound(sum(g <= 1e-12 for g in gaps), len(gaps), what="gap ≤ 1e-12 (float64 rounding)"),
-            data=synth, file="live")
+            data=_SYNTH, file="live")
     c4 = live["case 4"]
     v4 = bound(sum(a > 1e-6 and b <= 1e-12 for a, b in zip(c4["gap_first_order"], c4["gap_true_orders"])),
                max(c4["regrouped"], 1), what="replay inexact with the first epoch's order, exact with the true orders")
@@ -459,16 +476,21 @@ def rows() -> list[Row]:
              f"relative gap is {min(c4['gap_first_order']):.2g}-{max(c4['gap_first_order']):.2g}, and "
              f"{max(c4['gap_true_orders']):.1e} with the client's true orders") if c4["regrouped"] else ""
     add("Song §3 Scenario 4 (E>1, B>1) no exact replay", QUOTES["Scenario 4"], "the attacker cannot replicate G_t",
-        ours4, v4, data=synth, file="live")
+        ours4, v4, data=_SYNTH, file="live")
     add("Song Table IV case 4 DLG (no result)", "DLG encounters difficulties in performing the attack [in case 4] "
         "due to the absence of an approximate strategy", "— (no DLG result in case 4)",
-        "awa.dlg_attack refuses case 4 (no exact replay, Scenario 4 row): " + ours4, v4, data=synth, file="live")
+        "awa.dlg_attack refuses case 4 (no exact replay, Scenario 4 row): " + ours4, v4, data=_SYNTH, file="live")
+    return out
 
-    # §4.1: interpolation
+
+def _method_rows(live: Mapping[str, Any]) -> list[Row]:
+    """§4: the interpolated models (eq. 19-20, §4.1), the layer weights (eq. 23-30) and eq. 39."""
+    out: list[Row] = []
+    add = _adder(out)
     add("Song eq. 19-20 interpolated models", QUOTES["eq. 19-20"], "θ̃_{t,e} on the straight line, all Δθ̃_{t,e} equal",
         f"largest deviation on a straight path {max(live['interp_line_error'], live['interp_update_error']):.1e}",
         bound(int(live["interp_line_error"] <= 1e-12) + int(live["interp_update_error"] <= 1e-12), 2,
-              what="eq. 19-20 to float64 rounding"), data=synth, file="live")
+              what="eq. 19-20 to float64 rounding"), data=_SYNTH, file="live")
     etas = live["interp_etas"]
     e_no, e_bn = live["interp_error without BatchNorm"], live["interp_error with BatchNorm"]
     fmt = ", ".join
@@ -479,26 +501,31 @@ def rows() -> list[Row]:
         f"{fmt(f'{x:.2g}' for x in e_no)}; with BatchNorm (as the paper's ResNet-18) {fmt(f'{x:.2g}' for x in e_bn)}",
         combine(*(at_least(e[1] / e[0], RATE_PER_DECADE, what=f"{name}, error ratio η = 1e-2 vs 1e-3 (first order: 10)")
                   for name, e in (("without BatchNorm", e_no), ("with BatchNorm", e_bn)))),
-        data=synth, file="live")
+        data=_SYNTH, file="live")
 
     # §4.2: the weighted loss
     add("Song eq. 23 layer-weighted loss", QUOTES["eq. 23"], "Σ_l q^(l)‖Δθ̂^(l) - Δθ^(l)‖²; all q = 1 is eq. 10",
         f"{live['eq23'][0]} of {live['eq23'][1]} random instances equal the definition and eq. 10 to 1e-12",
-        bound(*live["eq23"], what="eq. 23"), data=synth, file="live")
+        bound(*live["eq23"], what="eq. 23"), data=_SYNTH, file="live")
     counts = live["resnet18_layers"]
     add("Song eq. 24 linearly increasing layer weights", QUOTES["eq. 24"], "from 1 at a kind's first layer to q_k at "
         "its last", f"ResNet-18: {counts['cv']} cv, {counts['bn']} bn, {counts['fc']} fc layers; {live['eq24'][0]} of 3 "
-        "kinds follow eq. 24 with Table III case 1", bound(*live["eq24"], what="eq. 24"), data=synth, file="live")
+        "kinds follow eq. 24 with Table III case 1", bound(*live["eq24"], what="eq. 24"), data=_SYNTH, file="live")
     add("Song eq. 25-30 enhanced layers", QUOTES["eq. 25-30"], "𝒫 = 𝒫_mean ∩ 𝒫_var",
         f"{live['eq25_30'][0]} of {live['eq25_30'][1]} random instances equal a direct implementation",
-        bound(*live["eq25_30"], what="eq. 25-30"), data=synth, file="live")
+        bound(*live["eq25_30"], what="eq. 25-30"), data=_SYNTH, file="live")
     add("Song eq. 39 expected improvement", QUOTES["eq. 39"], "closed form of eq. 38 under the GP",
         f"{live['eq39'][0]} of {live['eq39'][1]} (μ, σ, f_min) agree with numerical integration of eq. 38 to 1e-8",
-        bound(*live["eq39"], what="eq. 39"), data=synth, file="live")
+        bound(*live["eq39"], what="eq. 39"), data=_SYNTH, file="live")
+    return out
 
-    # Fig. 1 and Table III: the BO
+
+def _search_rows(quick: Mapping[str, Any] | None, t3: Mapping[str, Any] | None,
+                 r18: Mapping[tuple[str, str, str], Any], bo18: Mapping[tuple[str, str], Any], reason_paper_scale: str) -> list[Row]:
+    """Fig. 1 and Table III (the BO of the layer weights), and BO's Q* against Q = 1 on the quick model."""
+    out: list[Row] = []
+    add = _adder(out)
     quick_runs = quick["data"]["runs"] if quick else {}
-    paper_runs = paper_file["data"]["runs"] if paper_file else {}
     if quick_runs:
         cm = [r[c]["AWA"]["bo_cummin"] for r in quick_runs.values() for c in r]
         improved = sum(c[-1] < c[0] for c in cm)
@@ -508,12 +535,6 @@ def rows() -> list[Row]:
                      f"fell below the first trial's f(Q) in {improved} of {len(cm)} runs")
     else:
         ours_fig1 = ""
-    reason_paper_scale = ("paper scale (ResNet-18, 32x32) not run: " + cost_text + "; the quick-scale file is a "
-                          "different model (3-layer CNN on 16x16 images) and does not decide this row")
-    r18_cases = sorted({c for (_, c, _) in r18})
-    if r18_cases:
-        reason_paper_scale += ("; the attacks without a BO of ours ran at ResNet-18 for " + ", ".join(r18_cases)
-                               + " (awa_table4_resnet18/, Table IV's cells)")
     reason_fig1 = reason_paper_scale
     if bo18:
         ours_fig1 += ("; " if ours_fig1 else "") + "ours (ResNet-18, our BO, pruned protocol): " + "; ".join(
@@ -523,7 +544,7 @@ def rows() -> list[Row]:
     add("Song Fig. 1 BO finds smaller f(Q) with trials", QUOTES["Fig. 1"], "cumulative minimum of f(Q) decreases over "
         "50 trials in all four cases", ours_fig1, not_run(reason_fig1), file="awa_table4_quick.json" if quick
         else "", record=quick)
-    t3_runs = t3["data"]["runs"] if t3 and set(t3["data"]["runs"]) == set(TABLE_III) else {}
+    t3_runs = _table3_runs(t3)
     for case, Q in TABLE_III.items():
         ours_q = ""
         if case in t3_runs:
@@ -548,8 +569,16 @@ def rows() -> list[Row]:
             "ours (quick, small CNN, one image set): " + "; ".join(f"{c}: f(Q*) {a:.3g} vs f(1) {b:.3g}"
                                                                   for c, (a, b) in fs.items()),
             quick_v["Q* vs 1"], file="awa_table3_quick.json", record=t3)
+    return out
 
-    # Table IV
+
+def _table4_rows(quick: Mapping[str, Any] | None, paper_file: Mapping[str, Any] | None,
+                 r18: Mapping[tuple[str, str, str], Any], bo18: Mapping[tuple[str, str], Any], reason_paper_scale: str) -> list[Row]:
+    """Table IV's cells, at the paper's model where it ran, and each control model's cells."""
+    out: list[Row] = []
+    add = _adder(out)
+    quick_runs = quick["data"]["runs"] if quick else {}
+    paper_runs = paper_file["data"]["runs"] if paper_file else {}
     for case, methods in TABLE_IV.items():
         for method, cell in methods.items():
             if cell is None:
@@ -598,6 +627,15 @@ def rows() -> list[Row]:
                 combine(*(number(TABLE_IV[case][m]["ssim"], r["data"]["ssim"], tol=TOL["ssim"], what=f"{m} SSIM")
                           for m, r in runs.items()), what=f"{case} at {at}"),
                 file=f"{first['name']}.json", record=first)
+    return out
+
+
+def _ordering_rows(quick: Mapping[str, Any] | None, r18: Mapping[tuple[str, str, str], Any],
+                   reason_paper_scale: str) -> list[Row]:
+    """§5.2's ordering of the attacks and its case-4 PSNR sentence, and Fig. 2."""
+    out: list[Row] = []
+    add = _adder(out)
+    quick_runs = quick["data"]["runs"] if quick else {}
     order_q = ""
     if quick_runs:
         wins = []
@@ -648,6 +686,13 @@ def rows() -> list[Row]:
     else:
         add("Song Fig. 2 reconstructions (case 4: AGIC unidentifiable, AWA recognisable)", QUOTES["Fig. 2"], "images",
             "", not_run(reason_paper_scale + "; the chapter shows quick-scale images"))
+    return out
+
+
+def _curve_rows(t3: Mapping[str, Any] | None, reason_paper_scale: str) -> list[Row]:
+    """Figs. 3-4 at the paper's model, and on the quick model."""
+    out: list[Row] = []
+    add = _adder(out)
     curves = resnet18_curves()
     relu_curves = {c: r for (m, c), r in curves.items() if m == "resnet18"}
     fig_ids = {"Fig. 3": ("Song Fig. 3 SSIM after 3,000 iterations above Table IV", "SSIM(3,000) > SSIM(1,000) in "
@@ -666,7 +711,9 @@ def rows() -> list[Row]:
             add(rid, QUOTES[key], value, ours_c, not_run("no curve at the paper's model is committed (python -m "
                                                          "flbook.experiments.awa_curves_resnet18 --models resnet18); "
                                                          + reason_paper_scale))
+    t3_runs = _table3_runs(t3)
     if t3_runs:
+        quick_v = quick_figure_verdicts(t3_runs, t3["data"]["settings"]["iterations"])
         L = t3["data"]["long"]
         curve_text = "; ".join(
             f"{c}: SSIM {r['ours']['ssim']:.3f} at {t3['data']['settings']['iterations']}, {r['long']['ssim']:.3f} at "
@@ -682,6 +729,13 @@ def rows() -> list[Row]:
                                    "Fig. 4 case 4": "case 4 lowest SSIM curve"}[key],
                 f"ours (quick, small CNN, 16x16, our Q*, one image set): {curve_text}", quick_v[key],
                 file="awa_table3_quick.json", record=t3)
+    return out
+
+
+def _diagnostic_rows(diag: Mapping[str, Any] | None) -> list[Row]:
+    """The controlled experiments at ResNet-18 (reduced budget), and contribution 3, not covered."""
+    out: list[Row] = []
+    add = _adder(out)
     if diag is not None:
         dr = diag["data"]["runs"]
         res18 = {k: v for k, v in dr.items() if v["model"].startswith("resnet18")}
@@ -701,6 +755,20 @@ def rows() -> list[Row]:
                                    "attacks an untrained model (the first round) as the paper does, and has no "
                                    "experiment at later stages"))
     return out
+
+
+def rows() -> list[Row]:
+    """One row per numbered result of Song et al. 2025, in the paper's order."""
+    live = live_propositions()
+    quick = record_or_none("awa_table4", "quick")
+    r18 = resnet18_runs()
+    bo18 = resnet18_bo_runs()
+    t3 = record_or_none("awa_table3", "quick")
+    reason = _paper_scale_reason(record_or_none("awa_table4_cost", "paper"), r18)
+    return [*_scenario_rows(live), *_method_rows(live), *_search_rows(quick, t3, r18, bo18, reason),
+            *_table4_rows(quick, record_or_none("awa_table4", "paper"), r18, bo18, reason),
+            *_ordering_rows(quick, r18, reason), *_curve_rows(t3, reason),
+            *_diagnostic_rows(record_or_none("awa_diagnostics", "fixed"))]
 
 
 def referee(r: Row) -> Any:
