@@ -519,3 +519,10 @@ def test_awa_chapter_states_the_ssim_ranges_of_its_files():
              if c != "case 4" or m != "DLG"]
     assert "On the 16x16 CNN** every attack recovers the images" in text
     assert min(cells) > referee.NONTRIVIAL_SSIM
+    ssim = {(c, m): show.quick_mean(quick, c, m, "ssim") for c in P.TABLE_IV for m in show.METHODS}
+    assert "case 1's two cells are equal" in text  # as the table shows them, to three decimals
+    assert round(ssim["case 1", "AWA"], 3) == round(ssim["case 1", "DLG"], 3)
+    assert "in cases 2-3 AWA stays within 0.02 SSIM of DLG" in text
+    assert all(abs(ssim[c, "AWA"] - ssim[c, "DLG"]) <= 0.02 for c in ("case 2", "case 3"))
+    assert "there AWA's interpolated epoch beats AGIC's single combined step" in text
+    assert ssim["case 4", "AWA"] > ssim["case 4", "AGIC"]
