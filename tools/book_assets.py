@@ -71,8 +71,9 @@ def copy_mathjax(app, exc) -> None:
     for part in MATHJAX_PARTS:
         s, d = src / part, dst / part
         d.parent.mkdir(parents=True, exist_ok=True)
-        if s.is_dir():
-            shutil.copytree(s, d, ignore=shutil.ignore_patterns("*.map"))
+        if s.is_dir():  # all-packages.js bundles every extension for the tex-full components; tex-chtml's
+            # autoload fetches a page's extensions one by one, so the 215 kB bundle is never loaded
+            shutil.copytree(s, d, ignore=shutil.ignore_patterns("*.map", "all-packages.js"))
         else:
             shutil.copy2(s, d)
 
