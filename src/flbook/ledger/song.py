@@ -438,6 +438,11 @@ def _adder(out: list[Row]) -> Callable[..., None]:
     return add
 
 
+def _runs(record: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A Table IV file's runs (none when the file is not committed)."""
+    return record["data"]["runs"] if record else {}
+
+
 def _table3_runs(t3: Mapping[str, Any] | None) -> dict[str, Any]:
     """The quick Table III file's runs when it holds every case of Table III, else none."""
     return t3["data"]["runs"] if t3 and set(t3["data"]["runs"]) == set(TABLE_III) else {}
@@ -521,11 +526,12 @@ def _method_rows(live: Mapping[str, Any]) -> list[Row]:
 
 
 def _search_rows(quick: Mapping[str, Any] | None, t3: Mapping[str, Any] | None,
-                 r18: Mapping[tuple[str, str, str], Any], bo18: Mapping[tuple[str, str], Any], reason_paper_scale: str) -> list[Row]:
+                 r18: Mapping[tuple[str, str, str], Any], bo18: Mapping[tuple[str, str], Any],
+                 reason_paper_scale: str) -> list[Row]:
     """Fig. 1 and Table III (the BO of the layer weights), and BO's Q* against Q = 1 on the quick model."""
     out: list[Row] = []
     add = _adder(out)
-    quick_runs = quick["data"]["runs"] if quick else {}
+    quick_runs = _runs(quick)
     if quick_runs:
         cm = [r[c]["AWA"]["bo_cummin"] for r in quick_runs.values() for c in r]
         improved = sum(c[-1] < c[0] for c in cm)
@@ -549,7 +555,7 @@ def _search_rows(quick: Mapping[str, Any] | None, t3: Mapping[str, Any] | None,
         ours_q = ""
         if case in t3_runs:
             r = t3_runs[case]
-            ours_q = (f"ours (quick, small CNN, 16x16; our BO): " + ", ".join(f"{k} {v:.3g}" for k, v in
+            ours_q = ("ours (quick, small CNN, 16x16; our BO): " + ", ".join(f"{k} {v:.3g}" for k, v in
                                                                                r["ours"]["Q"].items())
                       + f"; on our problem at {t3['data']['settings']['iterations']} iterations f(paper Q) = "
                         f"{r['paper']['objective']:.3g}, f(our Q*) = {r['ours']['objective']:.3g}, f(1) = "
@@ -573,12 +579,13 @@ def _search_rows(quick: Mapping[str, Any] | None, t3: Mapping[str, Any] | None,
 
 
 def _table4_rows(quick: Mapping[str, Any] | None, paper_file: Mapping[str, Any] | None,
-                 r18: Mapping[tuple[str, str, str], Any], bo18: Mapping[tuple[str, str], Any], reason_paper_scale: str) -> list[Row]:
+                 r18: Mapping[tuple[str, str, str], Any], bo18: Mapping[tuple[str, str], Any],
+                 reason_paper_scale: str) -> list[Row]:
     """Table IV's cells, at the paper's model where it ran, and each control model's cells."""
     out: list[Row] = []
     add = _adder(out)
-    quick_runs = quick["data"]["runs"] if quick else {}
-    paper_runs = paper_file["data"]["runs"] if paper_file else {}
+    quick_runs = _runs(quick)
+    paper_runs = _runs(paper_file)
     for case, methods in TABLE_IV.items():
         for method, cell in methods.items():
             if cell is None:
@@ -635,7 +642,7 @@ def _ordering_rows(quick: Mapping[str, Any] | None, r18: Mapping[tuple[str, str,
     """§5.2's ordering of the attacks and its case-4 PSNR sentence, and Fig. 2."""
     out: list[Row] = []
     add = _adder(out)
-    quick_runs = quick["data"]["runs"] if quick else {}
+    quick_runs = _runs(quick)
     order_q = ""
     if quick_runs:
         wins = []
